@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# AF_HPS: stream sockets over RDMA. See README for the two commands that
+# matter (make run, make check); 'make help' lists the rest.
+
+SHELL	:= /bin/bash
+TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD	:= $(TOP)/build
+
+# The guest kernel ABI staged by tools/deps.sh (read from Debian's
+# linux-image-amd64 metapackage, never hard-coded).
+VM_ABI	 = $(shell cat $(BUILD)/.deps-ok 2>/dev/null)
+VM_KDIR	 = /usr/src/linux-headers-$(VM_ABI)
+
+# KDIR: the running kernel's build tree when there is one, else the headers
+# of the kernel the test VM boots.
+RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
+KDIR	?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
+
+HPS_VM	:= $(TOP)/tools/vm/hps-vm
+SRC	:= $(BUILD)/linux-source
+CHECKPATCH := $(SRC)/scripts/checkpatch.pl
+KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h
+
+.PHONY: all modules deps clean help run check check-vm lint checkpatch \
+	uapi-check sparse siw selftests vm-modules
+
+all: modules
+
+help:
+	@echo 'make            build af_hps.ko (KDIR=$(KDIR))'
+	@echo 'make deps       install and stage what everything else needs'
+	@echo 'make run        boot two guests and show AF_HPS working'
+	@echo 'make check      run every selftest in the VMs (rxe and siw, 1 and 2 nodes)'
+	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
+	@echo 'make clean      remove build products (keeps the staged kernel)'
+
+deps:
+	@$(TOP)/tools/deps.sh
+
+# Plain 'make' on a machine without any kernel headers stages them first.
+modules:
+	@[ -f "$(KDIR)/Makefile" ] || $(TOP)/tools/deps.sh
+	$(MAKE) -C $(or $(wildcard $(KDIR)),$(VM_KDIR)) M=$(TOP) modules
+
+# The module as the test VM needs it: built against the VM kernel's headers.
+vm-modules: deps
+	$(MAKE) -C $(VM_KDIR) M=$(TOP) modules
+	@$(MAKE) --no-print-directory siw
+
+# Soft-iWARP, built out of tree from Debian's linux-source-6.1 (Debian's
+# kernel does not ship it).
+SIW_DIR	 = $(BUILD)/siw/$(VM_ABI)
+siw:
+	@if [ ! -f $(SIW_DIR)/siw.ko ]; then \
+		mkdir -p $(SIW_DIR) && \
+		cp $(SRC)/drivers/infiniband/sw/siw/* $(SIW_DIR)/ && \
+		echo "  SIW     $(SIW_DIR)/siw.ko" && \
+		$(MAKE) -s -C $(VM_KDIR) M=$(SIW_DIR) CONFIG_RDMA_SIW=m modules \
+			>$(SIW_DIR)/build.log 2>&1 || \
+		{ cat $(SIW_DIR)/build.log; exit 1; }; \
+	fi
+
+selftests: deps
+	$(MAKE) -C $(TOP)/selftests
+
+run: vm-modules selftests
+	@$(TOP)/tools/run-demo.sh
+
+check: vm-modules selftests
+	@$(TOP)/selftests/run_vm_tests.sh
+
+clean:
+	@[ ! -f "$(VM_KDIR)/Makefile" ] || $(MAKE) -C $(VM_KDIR) M=$(TOP) clean
+	$(MAKE) -C $(TOP)/selftests clean
+	rm -rf $(BUILD)/vm/run.* $(BUILD)/siw
+
+lint: deps
+	$(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=1 KCFLAGS=-Werror modules 2>&1 | \
+		tee $(BUILD)/lint.log; \
+		! grep -E 'warning:|error:' $(BUILD)/lint.log
+	@$(MAKE) --no-print-directory checkpatch uapi-check
+
+checkpatch:
+	perl $(CHECKPATCH) --strict --no-tree --terse --show-types \
+		-f $(KSRCS)
+
+# The uapi header must stand alone, in C90 as the kernel's header test has it.
+uapi-check:
+	gcc -std=c90 -fsyntax-only -Wall -Wextra -Werror -I$(TOP)/include/uapi \
+		-x c - <<<'#include <linux/af_hps.h>'
+	@echo "uapi header: ok"
