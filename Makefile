@@ -76,7 +76,7 @@ clean:
 	rm -rf $(BUILD)/vm/run.* $(BUILD)/siw
 
 lint: deps
-	$(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=1 KCFLAGS=-Werror modules 2>&1 | \
+	$(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=2 KCFLAGS=-Werror modules 2>&1 | \
 		tee $(BUILD)/lint.log; \
 		! grep -E 'warning:|error:' $(BUILD)/lint.log
 	@$(MAKE) --no-print-directory checkpatch uapi-check

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The test bed and the module's packaging, checked from inside the guest:
+# raw verbs work between the nodes on the configured device, the module
+# autoloads on socket(AF_HPS, ...) once installed, and an open socket keeps
+# it from being unloaded. Prints kselftest-style TAP and a totals line.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+pass=0 fail=0 n=0
+ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $1"; }
+not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $1"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+
+echo "TAP version 13"
+echo "1..4"
+
+# Raw verbs between node 1 and its peer (node 2, or itself over loopback),
+# with rdma_cm as iWARP requires.
+verbs() {
+	local id rc
+	id=$(hps-vm-peer --bg ib_send_bw -R -d "$HPS_IBDEV" -n 100 -s 4096) || return 1
+	hps-vm-peer hps-vm-wait-listen 18515 60 || return 1
+	timeout 60 ib_send_bw -R -d "$HPS_IBDEV" -n 100 -s 4096 "$HPS_PEER" \
+		>/tmp/verbs.out 2>&1
+	rc=$?
+	grep -E '^ *4096 +100 ' /tmp/verbs.out || cat /tmp/verbs.out
+	hps-vm-peer --wait "$id" 60 >/dev/null || { hps-vm-peer --kill "$id"; rc=1; }
+	[ "$rc" = 0 ] && grep -qE '^ *4096 +100 ' /tmp/verbs.out
+}
+check "raw verbs ($HPS_RDMA, ib_send_bw -R) to $HPS_PEER" verbs
+
+
+# Installed like a distribution would (extra/ + depmod), the module loads on
+# the first socket(AF_HPS, ...) through its net-pf-22 alias.
+autoload() {
+	local kver
+	kver=$(uname -r)
+	rmmod af_hps || return 1
+	mkdir -p "/lib/modules/$kver/extra" &&
+	cp af_hps.ko "/lib/modules/$kver/extra/" && depmod -a || return 1
+	lsmod | grep -q '^af_hps ' && return 1
+	python3 -c 'import socket; socket.socket(22, socket.SOCK_STREAM).close()' ||
+		return 1
+	lsmod | grep -q '^af_hps '
+}
+check "module autoloads on socket(AF_HPS)" autoload
+
+# rmmod with a socket open is refused, and the socket still works after.
+pinned() {
+	local fifo=/tmp/pin.fifo pid rc=0
+	mkfifo "$fifo"
+	python3 -c 'import socket, sys
+s = socket.socket(22, socket.SOCK_STREAM)
+print("open", flush=True)
+sys.stdin.read()
+print(s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN))' <"$fifo" >/tmp/pin.out &
+	pid=$!
+	exec 9>"$fifo"
+	for _ in $(seq 50); do grep -q open /tmp/pin.out && break; sleep 0.1; done
+	rmmod af_hps 2>/dev/null && rc=1
+	lsmod | grep -q '^af_hps ' || rc=1
+	exec 9>&-
+	wait "$pid" || rc=1
+	grep -qx 22 /tmp/pin.out || rc=1
+	rm -f "$fifo"
+	return $rc
+}
+check "rmmod refused while a socket is open" pinned
+
+# With no socket left, the module unloads and loads again cleanly.
+reload() { rmmod af_hps && insmod af_hps.ko && lsmod | grep -q '^af_hps '; }
+check "module unloads and reloads" reload
+
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+[ "$fail" = 0 ]

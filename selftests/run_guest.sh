@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run inside an hps-vm guest (node 1): every selftest program (hps_*) and
+# shell test (hps_*.sh) in this directory, in order, each under a timeout.
+# Prints their output and writes the summed counts ("pass fail skip") to
+# the file named by $1 (in the project tree, which the host reads back).
+set -u
+result=$(realpath -m "${1:?usage: run_guest.sh RESULT_FILE}")
+cd "$(dirname "$0")" || exit 126
+per_test_timeout=${HPS_TEST_TIMEOUT:-600}
+filter=${HPS_TESTS:-}
+
+pass=0 fail=0 skip=0
+for t in hps_*; do
+	case $t in *.c|*.h|*.o) continue ;; esac
+	[ -x "$t" ] || continue
+	if [ -n "$filter" ] && ! echo " $filter " | grep -qE " (${t%.sh}|$t) "; then
+		continue
+	fi
+	echo "=== $t ($HPS_NODES node(s), $HPS_RDMA)"
+	out=$(mktemp)
+	timeout -k 10 "$per_test_timeout" "./$t" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	totals=$(grep -E '^# Totals: pass:[0-9]+ fail:[0-9]+' "$out" | tail -n1)
+	if [ -n "$totals" ]; then
+		p=$(sed -E 's/^# Totals: pass:([0-9]+).*/\1/' <<<"$totals")
+		f=$(sed -E 's/.* fail:([0-9]+).*/\1/' <<<"$totals")
+		s=$(sed -nE 's/.* skip:([0-9]+).*/\1/p' <<<"$totals")
+		e=$(sed -nE 's/.* error:([0-9]+).*/\1/p' <<<"$totals")
+		pass=$((pass + p))
+		fail=$((fail + f + ${e:-0}))
+		skip=$((skip + ${s:-0}))
+		# A program that died after printing totals still failed.
+		if [ "$rc" != 0 ] && [ "$f" = 0 ] && [ "${e:-0}" = 0 ]; then
+			echo "=== $t: exit status $rc despite no failed test"
+			fail=$((fail + 1))
+		fi
+	else
+		echo "=== $t: no totals (exit status $rc: crashed or timed out)"
+		fail=$((fail + 1))
+	fi
+	rm -f "$out"
+done
+echo "$pass $fail $skip" >"$result"
+echo "=== $HPS_NODES node(s), $HPS_RDMA: $pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]

@@ -1,0 +1,80 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: run the whole selftest suite in the VM test bed, on one node
+# (RDMA loopback) and two nodes, over Soft-RoCE (rxe) and soft-iWARP (siw),
+# then check the test bed itself (a kernel WARN, a timeout and a failing
+# command each fail a run). Ends with the plain line "N passed, N failed".
+#
+# HPS_CONFIGS="1:rxe 2:siw" narrows the configurations; HPS_TESTS="hps_x"
+# narrows the tests (see run_guest.sh).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+vm=$top/tools/vm/hps-vm
+res=$top/build/selftests
+mkdir -p "$res"
+configs=${HPS_CONFIGS:-1:rxe 2:rxe 1:siw 2:siw}
+timeout=${HPS_CHECK_TIMEOUT:-1500}
+
+pass=0 fail=0 skip=0
+failed=()
+start=$(date +%s)
+
+for c in $configs; do
+	nodes=${c%%:*} rdma=${c#*:}
+	name="$nodes-node $rdma"
+	file=$res/result.$nodes-$rdma
+	rm -f "$file"
+	printf '\n##### [%s] %s (%ds elapsed)\n' "$(date +%T)" "$name" \
+		$(($(date +%s) - start))
+	"$vm" run --nodes "$nodes" --rdma "$rdma" --timeout "$timeout" -- \
+		"$top/selftests/run_guest.sh" "$file"
+	vmrc=$?
+	if [ -f "$file" ]; then
+		read -r p f s <"$file"
+	else
+		p=0 f=0 s=0
+	fi
+	pass=$((pass + p)) skip=$((skip + s))
+	if [ "$f" != 0 ]; then
+		fail=$((fail + f))
+		failed+=("$name: $f test(s)")
+	elif [ "$vmrc" != 0 ]; then
+		# No test failed, yet the run did: a kernel report, a timeout or
+		# a guest that never answered. That is a failure of its own.
+		fail=$((fail + 1))
+		failed+=("$name: run failed with status $vmrc")
+	fi
+done
+
+# The test bed must be able to fail: each of these runs is expected to.
+printf '\n##### [%s] test bed self-checks\n' "$(date +%T)"
+tb() {
+	local name=$1 want=$2 got
+	shift 2
+	HPS_VM_QUIET=1 "$vm" run --timeout 120 "$@" >/dev/null 2>&1
+	got=$?
+	if [ "$got" = "$want" ]; then
+		echo "ok - $name (status $got)"
+		pass=$((pass + 1))
+	else
+		echo "not ok - $name (status $got, expected $want)"
+		fail=$((fail + 1))
+		failed+=("test bed: $name")
+	fi
+}
+tb "a command's exit status is returned" 3 -- sh -c 'exit 3'
+tb "a kernel WARN fails a successful command" 125 -- \
+	insmod "$top/selftests/testbed/warn_on_load/hps_test_warn.ko"
+tb "a run past its timeout fails" 124 --timeout 20 -- sleep 600
+
+elapsed=$(($(date +%s) - start))
+echo
+for f in "${failed[@]}"; do echo "FAILED: $f"; done
+echo "make check took ${elapsed}s"
+if [ "$skip" != 0 ]; then
+	echo "$pass passed, $fail failed, $skip skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
+[ "$fail" = 0 ]
