@@ -114,7 +114,7 @@ struct hps_dev {
 	struct ib_pd		*pd;
 	struct ib_cq		*cq;
 	int			cq_size;
-	spinlock_t		lock;
+	spinlock_t		lock;		/* see @lock above */
 	int			cq_used;
 	struct list_head	conns;
 	bool			dead;
@@ -230,7 +230,7 @@ struct hps_sock {
 	struct list_head	connd_node;
 	unsigned long		connd_work;
 
-	spinlock_t		lock;
+	spinlock_t		lock;		/* see @lock above */
 	u32			nrx;
 	u32			ntx;
 	u32			buf_size;

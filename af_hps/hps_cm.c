@@ -592,21 +592,22 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	return NULL;
 }
 
+/* The errno (negative) a failed connection attempt reports. */
 static int hps_cm_errno(int event, int status)
 {
 	switch (event) {
 	case RDMA_CM_EVENT_REJECTED:
-		return status == -ETIMEDOUT ? ETIMEDOUT : ECONNREFUSED;
+		return status == -ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-		return status == -ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH;
+		return status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 	case RDMA_CM_EVENT_UNREACHABLE:
-		if (status == -ECONNREFUSED || status == -ECONNRESET)
-			return -status;
-		return status == -ENETUNREACH || status == -EHOSTUNREACH ?
-		       -status : ETIMEDOUT;
+		if (status == -ECONNREFUSED || status == -ECONNRESET ||
+		    status == -ENETUNREACH || status == -EHOSTUNREACH)
+			return status;
+		return -ETIMEDOUT;
 	default:
-		return ECONNRESET;
+		return -ECONNRESET;
 	}
 }
 
@@ -675,7 +676,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		destroy = hps_fail(hs, hps_cm_errno(event, status));
+		destroy = hps_fail(hs, -hps_cm_errno(event, status));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		err = 0;
