@@ -285,8 +285,7 @@ static void hps_close_listener(struct sock *sk)
 	struct rdma_cm_id *id;
 	LIST_HEAD(children);
 
-	id = hs->cm_id;
-	hs->cm_id = NULL;
+	id = xchg(&hs->cm_id, NULL);	/* see hps_cm_handler() */
 	list_splice_init(&hs->accept_list, &children);
 	sk->sk_ack_backlog = 0;
 	hps_set_state(sk, TCP_CLOSE);

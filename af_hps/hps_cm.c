@@ -60,7 +60,21 @@ int hps_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	int err;
 
 	switch (ev->event) {
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:	/* handled via the ib_client */
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/*
+		 * Connections are aborted by the ib_client's remove callback
+		 * and their ids destroyed by connd. A listener bound to the
+		 * device has no one to do that: claim its id (hps_release()
+		 * claims it with xchg() too) and let the core destroy it.
+		 */
+		if (READ_ONCE(sk->sk_state) == TCP_LISTEN &&
+		    cmpxchg(&hps_sk(sk)->cm_id, id, NULL) == id) {
+			WRITE_ONCE(sk->sk_err, ENODEV);
+			sk_error_report(sk);
+			sock_put(sk);	/* the cm_id's reference */
+			return 1;
+		}
+		return 0;
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
@@ -403,6 +417,10 @@ int hps_accept(struct socket *sock, struct socket *newsock, int flags,
 	timeo = sock_rcvtimeo(sk, flags & O_NONBLOCK);
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (list_empty(&hs->accept_list)) {
+		if (sk->sk_err) {
+			err = sock_error(sk);
+			break;
+		}
 		if (sk->sk_state != TCP_LISTEN ||
 		    sk->sk_shutdown & RCV_SHUTDOWN) {
 			err = -EINVAL;
@@ -417,7 +435,7 @@ int hps_accept(struct socket *sock, struct socket *newsock, int flags,
 			break;
 		}
 		sk_wait_event(sk, &timeo,
-			      !list_empty(&hs->accept_list) ||
+			      !list_empty(&hs->accept_list) || sk->sk_err ||
 			      sk->sk_state != TCP_LISTEN ||
 			      sk->sk_shutdown & RCV_SHUTDOWN, &wait);
 	}
