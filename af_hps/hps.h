@@ -91,6 +91,7 @@ struct hps_hdr {
 #define HPS_INLINE_MAX		1024
 #define HPS_NCTRL		4	/* control message slots per connection */
 #define HPS_CQ_MAX		32768
+#define HPS_FIN_TIMEOUT		(60 * HZ)	/* closed, FIN not taken */
 
 /* ---- per-device state (hps_ib.c) ---- */
 

@@ -82,6 +82,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 
 	sock_owned_by_me(sk);
 	set_bit(HPS_F_TEARDOWN, &hs->flags);
+	sk_stop_timer(sk, &sk->sk_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);
@@ -356,6 +357,8 @@ int hps_release(struct socket *sock)
 	smp_mb();
 	if (test_bit(HPS_F_FIN_DONE, &hs->flags))
 		hps_connd_kick(hs, HPS_W_STATE);
+	else if (hs->cm_id && !test_bit(HPS_F_ABORTED, &hs->flags))
+		sk_reset_timer(sk, &sk->sk_timer, jiffies + HPS_FIN_TIMEOUT);
 	sock->sk = NULL;
 	release_sock(sk);
 	sock_put(sk);	/* the socket's own reference (sk_alloc) */

@@ -60,6 +60,20 @@ static struct {
 	wait_queue_head_t	wq;
 } hps_connd;
 
+/*
+ * A closed socket whose FIN the peer does not take (it never returns
+ * credits) is aborted after HPS_FIN_TIMEOUT, as TCP gives up on FIN_WAIT.
+ */
+static void hps_fin_timer(struct timer_list *t)
+{
+	struct sock *sk = from_timer(sk, t, sk_timer);
+	struct hps_sock *hs = hps_sk(sk);
+
+	if (!test_bit(HPS_F_FIN_DONE, &hs->flags))
+		hps_abort(hs, ETIMEDOUT, true);
+	sock_put(sk);	/* from sk_reset_timer() */
+}
+
 static void hps_sock_destruct(struct sock *sk)
 {
 	struct hps_sock *hs = hps_sk(sk);
@@ -84,6 +98,7 @@ void hps_sock_init(struct hps_sock *hs)
 	INIT_LIST_HEAD(&hs->connd_node);
 	INIT_LIST_HEAD(&hs->rx_ready);
 	sk->sk_destruct = hps_sock_destruct;
+	timer_setup(&sk->sk_timer, hps_fin_timer, 0);
 	sk->sk_protocol = IPPROTO_TCP;
 	sk->sk_state = TCP_CLOSE;
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);

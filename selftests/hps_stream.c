@@ -518,6 +518,39 @@ TEST(nonblocking_connect)
 	close(l);
 }
 
+TEST(ipv6_pair)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 }, name;
+	socklen_t len = sizeof(name);
+	int l, c, a, i;
+	char tx[70000], rx[70000];
+
+	l = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_GE(l, 0);
+	ASSERT_EQ(1, inet_pton(AF_INET6, hps_env("HPS_SELF6", "::1"),
+			       &sin6.sin6_addr));
+	for (i = 0; i < 20; i++) {
+		sin6.sin6_port = htons(hps_rand_port());
+		if (!bind(l, (struct sockaddr *)&sin6, sizeof(sin6)))
+			break;
+	}
+	ASSERT_EQ(0, listen(l, 1));
+	c = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&sin6, sizeof(sin6)));
+	a = accept(l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	ASSERT_EQ(0, getpeername(a, (struct sockaddr *)&name, &len));
+	EXPECT_EQ(sizeof(name), len);
+	EXPECT_EQ(AF_INET6, name.sin6_family);
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ((ssize_t)sizeof(tx), hps_write_all(c, tx, sizeof(tx)));
+	ASSERT_EQ((ssize_t)sizeof(rx), recv(a, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
+	close(a);
+	close(c);
+	close(l);
+}
+
 TEST(connection_refused)
 {
 	int fd = hps_connect_to(hps_env("HPS_PEER", "127.0.0.1"), hps_rand_port());
