@@ -538,6 +538,8 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
 	err = hps_hello_check(chs, pdata, pdata_len);
 	if (err) {
+		pr_info_ratelimited("connection request with a bad hello rejected\n");
+		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
 		release_sock(sk);
 		sock_put(sk);
 		goto reject;
