@@ -551,6 +551,97 @@ TEST(ipv6_pair)
 	close(l);
 }
 
+static void on_usr1(int sig)
+{
+}
+
+static void *kill_later(void *arg)
+{
+	usleep(300000);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
+	return NULL;
+}
+
+TEST_F(conn, signal_interrupts_recv)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	pthread_t me = pthread_self(), t;
+	char b;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_create(&t, NULL, kill_later, &me);
+	EXPECT_EQ(-1, recv(self->afd, &b, 1, 0));
+	EXPECT_EQ(EINTR, errno);
+	pthread_join(t, NULL);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/* Fill the send ring and the peer's window: the peer does not read. */
+static size_t fill_until_eagain(int fd)
+{
+	static char junk[65536];
+	size_t total = 0;
+	ssize_t r;
+
+	for (;;) {
+		r = send(fd, junk, sizeof(junk), MSG_DONTWAIT);
+		if (r < 0)
+			break;
+		total += r;
+	}
+	return total;
+}
+
+TEST_F(conn, nonblocking_send_and_pollout)
+{
+	struct pollfd p = { .fd = self->cfd, .events = POLLOUT };
+	static char sink[1 << 20];
+	size_t total = fill_until_eagain(self->cfd);
+
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_GT(total, 0);
+	EXPECT_EQ(0, poll(&p, 1, 200));
+	/* the reader drains: the writer becomes writable again */
+	ASSERT_GT(recv(self->afd, sink, sizeof(sink), 0), 0);
+	while (recv(self->afd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+		;
+	EXPECT_EQ(1, poll(&p, 1, 3000));
+	EXPECT_TRUE(p.revents & POLLOUT);
+}
+
+TEST_F(conn, sndtimeo)
+{
+	struct timeval tv = { 0, 200000 };
+	static char junk[65536];
+	double t0;
+
+	fill_until_eagain(self->cfd);
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	t0 = hps_now();
+	EXPECT_EQ(-1, send(self->cfd, junk, sizeof(junk), 0));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_GE(hps_now() - t0, 0.15);
+}
+
+TEST(backlog_honoured)
+{
+	int port, l = hps_listener(&port, 1), c[3], i;
+
+	ASSERT_GE(l, 0);
+	/* as TCP, backlog 1 admits two not yet accepted connections */
+	for (i = 0; i < 2; i++) {
+		c[i] = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+		EXPECT_GE(c[i], 0);
+	}
+	c[2] = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+	EXPECT_EQ(-1, c[2]);
+	EXPECT_EQ(ECONNREFUSED, errno);
+	for (i = 0; i < 3; i++)
+		if (c[i] >= 0)
+			close(c[i]);
+	close(l);
+}
+
 TEST(connection_refused)
 {
 	int fd = hps_connect_to(hps_env("HPS_PEER", "127.0.0.1"), hps_rand_port());
