@@ -199,6 +199,7 @@ enum {
  * @ctrl: control message buffers (header only)
  * @rx_ready: received DATA buffers not yet fully read, oldest first
  * @rx_queued: unread payload bytes in @rx_ready
+ * @rx_nready: buffers in @rx_ready
  * @rx_pending: reposted receive buffers not yet announced to the peer
  * @rx_pending_data: how many of @rx_pending held DATA
  * @tx_credits: peer receive buffers we may still fill
@@ -243,6 +244,7 @@ struct hps_sock {
 	struct hps_buf		*ctrl;
 	struct list_head	rx_ready;
 	u32			rx_queued;
+	u32			rx_nready;
 	u32			rx_pending;
 	u32			rx_pending_data;
 	u32			tx_credits;

@@ -141,6 +141,7 @@ static void hps_conn_params(struct hps_sock *hs)
 
 	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
 	hs->rx_queued = 0;
+	hs->rx_nready = 0;
 	hs->rx_pending = 0;
 	hs->rx_pending_data = 0;
 	hs->tx_credits = 0;

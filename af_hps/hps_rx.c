@@ -108,6 +108,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		b->off = 0;
 		list_add_tail(&b->list, &hs->rx_ready);
 		hs->rx_queued += len;
+		hs->rx_nready++;
 		hs->rx_bytes += len;
 		data = true;
 		break;
@@ -189,6 +190,7 @@ static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			hs->rx_queued -= n;
 			if (b->off == b->len) {
 				list_del_init(&b->list);
+				hs->rx_nready--;
 				hps_rx_repost(hs, b, true);
 				hps_tx_push(hs);
 			}
