@@ -31,6 +31,7 @@
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -160,6 +161,8 @@ enum {
 	HPS_F_NODELAY,
 	HPS_F_CORK,
 	HPS_F_ACTIVE,		/* this end called connect() */
+	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
+	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
 };
 
 /* connd work bits (hps_sock.connd_work) */
@@ -187,6 +190,9 @@ enum {
  * @npending: listener: children between CONNECT_REQUEST and ESTABLISHED
  * @connd_node: entry in the connection thread's socket list
  * @connd_work: HPS_W_* bits for the connection thread
+ * @connect_work: calls rdma_connect(), which may block for a long time
+ *		  (siw connects a TCP socket synchronously), outside the
+ *		  connection thread and without the socket lock
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nrx: receive buffers (our window, credits given to the peer)
  * @ntx: send buffers
@@ -231,6 +237,7 @@ struct hps_sock {
 	int			npending;
 	struct list_head	connd_node;
 	unsigned long		connd_work;
+	struct work_struct	connect_work;
 
 	spinlock_t		lock;		/* see @lock above */
 	u32			nrx;
@@ -306,6 +313,7 @@ int hps_getname(struct socket *sock, struct sockaddr *addr, int peer);
 void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		    const void *pdata, u8 pdata_len, struct sock *sk);
 void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id);
+void hps_cm_connect_work(struct work_struct *work);
 
 /* hps_wr.c */
 int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id);

@@ -81,6 +81,11 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	struct rdma_cm_id *id;
 
 	sock_owned_by_me(sk);
+	if (test_bit(HPS_F_CONNECTING, &hs->flags)) {
+		/* hps_cm_connect_work() uses the id and QP: it kicks us */
+		set_bit(HPS_F_TEARDOWN_DEFER, &hs->flags);
+		return NULL;
+	}
 	set_bit(HPS_F_TEARDOWN, &hs->flags);
 	sk_stop_timer(sk, &sk->sk_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))

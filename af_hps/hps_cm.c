@@ -585,6 +585,43 @@ reject:
 	rdma_destroy_id(id);
 }
 
+/**
+ * hps_cm_connect_work() - send the connect request
+ * @work: hps_sock.connect_work
+ *
+ * rdma_connect() may block for as long as a TCP connect (siw), so it runs
+ * here, without the socket lock and outside the connection thread. While
+ * HPS_F_CONNECTING is set the id and QP stay (teardown is deferred).
+ *
+ * Context: process (system_unbound_wq).
+ */
+void hps_cm_connect_work(struct work_struct *work)
+{
+	struct hps_sock *hs = container_of(work, struct hps_sock,
+					   connect_work);
+	struct sock *sk = &hs->sk;
+	struct rdma_cm_id *destroy = NULL;
+	struct rdma_conn_param param;
+	struct hps_hello hello;
+	int err;
+
+	hps_hello_fill(hs, &hello);
+	hps_conn_param(&param, &hello);
+	err = rdma_connect(hs->cm_id, &param);
+
+	lock_sock(sk);
+	clear_bit(HPS_F_CONNECTING, &hs->flags);
+	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags))
+		hps_connd_kick(hs, HPS_W_TEARDOWN);
+	else if (err)
+		destroy = hps_fail(hs, err == -ETIMEDOUT ? ETIMEDOUT :
+				   err == -ENETUNREACH ? ENETUNREACH :
+				   ECONNREFUSED);
+	release_sock(sk);
+	hps_cm_destroy_id(sk, destroy);
+	sock_put(sk);	/* from hps_cm_process() */
+}
+
 /* ESTABLISHED on the active side: take the peer's hello, speak first. */
 static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 					   struct rdma_cm_id *id,
@@ -665,22 +702,18 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		if (err)
 			destroy = hps_fail(hs, EHOSTUNREACH);
 		break;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-		struct rdma_conn_param param;
-		struct hps_hello hello;
-
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = hps_wr_setup(hs, id);
-		if (!err) {
-			hps_hello_fill(hs, &hello);
-			hps_conn_param(&param, &hello);
-			err = rdma_connect(id, &param);
-		}
-		if (err)
+		if (err) {
 			destroy = hps_fail(hs, err == -ENODEV ? ENETUNREACH :
 					   err == -ENOBUFS ? ENOBUFS :
 					   ECONNREFUSED);
+			break;
+		}
+		set_bit(HPS_F_CONNECTING, &hs->flags);
+		sock_hold(sk);	/* put by hps_cm_connect_work() */
+		queue_work(system_unbound_wq, &hs->connect_work);
 		break;
-	}
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (test_bit(HPS_F_ACTIVE, &hs->flags)) {
 			destroy = hps_cm_active_up(hs, id, pdata, pdata_len);

@@ -97,6 +97,7 @@ void hps_sock_init(struct hps_sock *hs)
 	INIT_LIST_HEAD(&hs->accept_node);
 	INIT_LIST_HEAD(&hs->connd_node);
 	INIT_LIST_HEAD(&hs->rx_ready);
+	INIT_WORK(&hs->connect_work, hps_cm_connect_work);
 	sk->sk_destruct = hps_sock_destruct;
 	timer_setup(&sk->sk_timer, hps_fin_timer, 0);
 	sk->sk_protocol = IPPROTO_TCP;

@@ -576,19 +576,29 @@ TEST_F(conn, signal_interrupts_recv)
 	signal(SIGUSR1, SIG_DFL);
 }
 
-/* Fill the send ring and the peer's window: the peer does not read. */
+/*
+ * Fill the send ring and the peer's window: the peer does not read. Send
+ * completions may still free buffers for a moment after the first EAGAIN
+ * (siw completes a SEND once it is on the wire), so fill until stable.
+ */
 static size_t fill_until_eagain(int fd)
 {
 	static char junk[65536];
-	size_t total = 0;
+	size_t total = 0, round;
 	ssize_t r;
 
-	for (;;) {
-		r = send(fd, junk, sizeof(junk), MSG_DONTWAIT);
-		if (r < 0)
-			break;
-		total += r;
-	}
+	do {
+		round = 0;
+		for (;;) {
+			r = send(fd, junk, sizeof(junk), MSG_DONTWAIT);
+			if (r < 0)
+				break;
+			round += r;
+		}
+		total += round;
+		usleep(200000);
+	} while (round);
+	errno = EAGAIN;
 	return total;
 }
 
