@@ -46,9 +46,13 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 
 	sock_poll_wait(file, sock, wait);
 	state = READ_ONCE(sk->sk_state);
-	if (state == TCP_LISTEN)
-		return list_empty_careful(&hs->accept_list) ?
-		       0 : EPOLLIN | EPOLLRDNORM;
+	if (state == TCP_LISTEN) {
+		if (READ_ONCE(sk->sk_err))
+			mask |= EPOLLERR;
+		if (!list_empty_careful(&hs->accept_list))
+			mask |= EPOLLIN | EPOLLRDNORM;
+		return mask;
+	}
 
 	shutdown = READ_ONCE(sk->sk_shutdown);
 	if (test_bit(HPS_F_FIN_RCVD, &hs->flags))

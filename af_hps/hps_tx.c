@@ -253,8 +253,12 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 }
 
-/* Wait until the writer may append, or for an error. Socket lock held. */
-static int hps_tx_wait(struct sock *sk, long *timeo)
+/*
+ * Wait until the writer may append, or for an error. Socket lock held.
+ * Once some data was queued (@copied), a pending error is left for the
+ * next call, as TCP does.
+ */
+static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	struct hps_sock *hs = hps_sk(sk);
@@ -265,7 +269,7 @@ static int hps_tx_wait(struct sock *sk, long *timeo)
 		int state = sk->sk_state;
 
 		if (sk->sk_err) {
-			err = sock_error(sk);
+			err = copied ? -EPIPE : sock_error(sk);
 			break;
 		}
 		if (sk->sk_shutdown & SEND_SHUTDOWN ||
@@ -334,7 +338,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		size_t n, chunk;
 		u32 off;
 
-		err = hps_tx_wait(sk, &timeo);
+		err = hps_tx_wait(sk, &timeo, copied);
 		if (err)
 			break;
 

@@ -11,6 +11,8 @@
 #include "kselftest_harness.h"
 #include "hps_util.h"
 
+static char b_unused[16];
+
 static long rd(const char *name)
 {
 	char path[128], buf[64];
@@ -152,6 +154,51 @@ TEST(so_rcvbuf_sets_window)
 	close(a);
 	close(c);
 	close(l);
+}
+
+TEST(cq_full_fails_new_connections_cleanly)
+{
+	int c[64], a[64], n = 0, i, err = 0;
+	long oc, ob;
+
+	if (access("/proc/sys/net/hps", F_OK))
+		SKIP(return, "net.hps not present");
+	oc = rd("credits");
+	ob = rd("buf_size");
+	/* 2 * (1024 + 1024 + 6) CQ entries per loopback pair */
+	ASSERT_EQ(0, wr("credits", "1024"));
+	ASSERT_EQ(0, wr("buf_size", "4096"));
+	for (n = 0; n < 64; n++) {
+		if (hps_pair(&c[n], &a[n])) {
+			err = errno;
+			if (c[n] >= 0)
+				close(c[n]);
+			break;
+		}
+	}
+	TH_LOG("%d connections before the CQ was full (errno %d)", n, err);
+	EXPECT_LT(n, 64);
+	EXPECT_GE(n, 2);
+	EXPECT_TRUE(err == ENOBUFS || err == ECONNREFUSED);
+	for (i = 0; i < n; i++) {
+		close(c[i]);
+		close(a[i]);
+	}
+	{
+		char b[16];
+
+		snprintf(b, sizeof(b), "%ld", oc);
+		wr("credits", b);
+		snprintf(b, sizeof(b), "%ld", ob);
+		wr("buf_size", b);
+	}
+	/* the reservations came back */
+	usleep(500000);
+	ASSERT_EQ(0, hps_pair(&c[0], &a[0]));
+	EXPECT_EQ(2, send(c[0], "ok", 2, 0));
+	EXPECT_EQ(2, recv(a[0], b_unused, 2, MSG_WAITALL));
+	close(c[0]);
+	close(a[0]);
 }
 
 TEST(per_namespace)
