@@ -706,8 +706,8 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		err = hps_wr_setup(hs, id);
 		if (err) {
 			destroy = hps_fail(hs, err == -ENODEV ? ENETUNREACH :
-					   err == -ENOBUFS ? ENOBUFS :
-					   ECONNREFUSED);
+					   err == -ENOBUFS || err == -ENOMEM ?
+					   ENOBUFS : ECONNREFUSED);
 			break;
 		}
 		set_bit(HPS_F_CONNECTING, &hs->flags);
