@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Device removal and module refcount, run inside an hps-vm guest (it
+# deletes the RDMA device, so it runs alone, not among the hps_* tests):
+#   ./tools/vm/hps-vm run [--rdma siw] -- ./selftests/device_removal.sh
+# A transfer is running while the device goes away: both ends must fail
+# (ECONNABORTED/EPIPE), a listener bound to the device must not block the
+# removal, rmmod must be refused while sockets exist and succeed after.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+xfer=./tools/hps_xfer
+fail=0
+port=$((20000 + RANDOM % 20000))
+
+$xfer -l "$HPS_SELF" $port --count 0 >/tmp/dr_srv.log 2>&1 &
+srv=$!
+sleep 1
+$xfer -c "$HPS_SELF" $port -n 4000000000 >/tmp/dr_cli.log 2>&1 &
+cli=$!
+sleep 3
+if rmmod af_hps 2>/dev/null; then
+	echo "FAIL: rmmod succeeded with open sockets"; fail=1
+fi
+timeout 60 rdma link delete "$HPS_IBDEV" || { echo "FAIL: rdma link delete"; fail=1; }
+timeout 60 tail --pid=$cli -f /dev/null
+wait $cli; rc=$?
+[ $rc = 0 ] && { echo "FAIL: client did not notice the removal"; fail=1; }
+timeout 60 tail --pid=$srv -f /dev/null
+wait $srv; rc=$?
+[ $rc = 0 ] && { echo "FAIL: server did not notice the removal"; fail=1; }
+cat /tmp/dr_cli.log /tmp/dr_srv.log
+sleep 1
+rmmod af_hps || { echo "FAIL: rmmod after close"; fail=1; }
+[ $fail = 0 ] && echo "device_removal: PASS" || echo "device_removal: FAIL"
+exit $fail
