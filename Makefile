@@ -23,7 +23,7 @@ CHECKPATCH := $(SRC)/scripts/checkpatch.pl
 KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
-	uapi-check sparse siw selftests vm-modules
+	uapi-check sparse siw selftests vm-modules tools
 
 all: modules
 
@@ -61,7 +61,10 @@ siw:
 		{ cat $(SIW_DIR)/build.log; exit 1; }; \
 	fi
 
-selftests: deps
+tools: deps
+	$(MAKE) -C $(TOP)/tools
+
+selftests: deps tools
 	$(MAKE) -C $(TOP)/selftests
 
 run: vm-modules selftests
@@ -73,6 +76,7 @@ check: vm-modules selftests
 clean:
 	@[ ! -f "$(VM_KDIR)/Makefile" ] || $(MAKE) -C $(VM_KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/selftests clean
+	$(MAKE) -C $(TOP)/tools clean
 	rm -rf $(BUILD)/vm/run.* $(BUILD)/siw
 
 lint: deps

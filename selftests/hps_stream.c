@@ -28,7 +28,7 @@ FIXTURE_SETUP(pair)
 	int fd = socket(AF_HPS, SOCK_STREAM, 0);
 
 	if (fd < 0 && errno == EAFNOSUPPORT)
-		SKIP(return, "AF_HPS not available");
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 	close(fd);
 	signal(SIGPIPE, SIG_IGN);
 	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
@@ -112,8 +112,6 @@ TEST_F(pair, readv_writev)
 	struct sender s;
 	size_t got = 0;
 
-	if (n > (4 << 20))
-		SKIP(free(tx); free(rx); return, "size covered elsewhere");
 	hps_fill_random(tx, n);
 	s.ret = 0;
 	(void)s;
@@ -141,7 +139,7 @@ FIXTURE_SETUP(conn)
 	int fd = socket(AF_HPS, SOCK_STREAM, 0);
 
 	if (fd < 0 && errno == EAFNOSUPPORT)
-		SKIP(return, "AF_HPS not available");
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 	close(fd);
 	signal(SIGPIPE, SIG_IGN);
 	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
@@ -712,15 +710,13 @@ TEST(listener_close_with_pending)
 	close(c);
 }
 
-TEST(two_node_checksummed)
+TEST(peer_server_checksummed)
 {
 	char job[64], *tx;
 	size_t n = 8 << 20;
 	uint64_t sum;
 	int port, fd;
 
-	if (hps_nodes() < 2)
-		SKIP(return, "needs two nodes");
 	port = hps_peer_server(job, sizeof(job), "--echo");
 	ASSERT_GT(port, 0);
 	fd = hps_connect_peer(port);

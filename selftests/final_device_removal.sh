@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Device removal and module refcount, run inside an hps-vm guest (it
-# deletes the RDMA device, so it runs alone, not among the hps_* tests):
-#   ./tools/vm/hps-vm run [--rdma siw] -- ./selftests/device_removal.sh
+# Device removal and module refcount, run inside an hps-vm guest. It
+# deletes the RDMA device, so run_guest.sh runs it (as every final_* test)
+# after all the hps_* tests:
+#   ./tools/vm/hps-vm run [--rdma siw] -- ./selftests/final_device_removal.sh
 # A transfer is running while the device goes away: both ends must fail
 # (ECONNABORTED/EPIPE), a listener bound to the device must not block the
 # removal, rmmod must be refused while sockets exist and succeed after.
@@ -32,5 +33,11 @@ wait $srv; rc=$?
 cat /tmp/dr_cli.log /tmp/dr_srv.log
 sleep 1
 rmmod af_hps || { echo "FAIL: rmmod after close"; fail=1; }
-[ $fail = 0 ] && echo "device_removal: PASS" || echo "device_removal: FAIL"
+if [ $fail = 0 ]; then
+	echo "ok 1 device removal under a live transfer"
+	echo "# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0"
+else
+	echo "not ok 1 device removal under a live transfer"
+	echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0"
+fi
 exit $fail
