@@ -31,7 +31,11 @@ timeout 60 tail --pid=$srv -f /dev/null
 wait $srv; rc=$?
 [ $rc = 0 ] && { echo "FAIL: server did not notice the removal"; fail=1; }
 cat /tmp/dr_cli.log /tmp/dr_srv.log
-sleep 1
+# Every socket is closed: the module becomes idle (bounded wait) and unloads.
+for _ in $(seq 300); do
+	[ "$(cat /sys/module/af_hps/refcnt)" = 0 ] && break
+	sleep 0.1
+done
 rmmod af_hps || { echo "FAIL: rmmod after close"; fail=1; }
 if [ $fail = 0 ]; then
 	echo "ok 1 device removal under a live transfer"
