@@ -17,16 +17,26 @@ echo "1..4"
 
 # Raw verbs between node 1 and its peer (node 2, or itself over loopback),
 # with rdma_cm as iWARP requires.
-verbs() {
+verbs_once() {
 	local id rc
 	id=$(hps-vm-peer --bg ib_send_bw -R -d "$HPS_IBDEV" -n 100 -s 4096) || return 1
-	hps-vm-peer hps-vm-wait-listen 18515 60 || return 1
-	timeout 60 ib_send_bw -R -d "$HPS_IBDEV" -n 100 -s 4096 "$HPS_PEER" \
+	if ! hps-vm-peer hps-vm-wait-listen 18515 60; then
+		hps-vm-peer --kill "$id"
+		return 1
+	fi
+	timeout -k 5 60 ib_send_bw -R -d "$HPS_IBDEV" -n 100 -s 4096 "$HPS_PEER" \
 		>/tmp/verbs.out 2>&1
 	rc=$?
-	grep -E '^ *4096 +100 ' /tmp/verbs.out || cat /tmp/verbs.out
-	hps-vm-peer --wait "$id" 60 >/dev/null || { hps-vm-peer --kill "$id"; rc=1; }
-	[ "$rc" = 0 ] && grep -qE '^ *4096 +100 ' /tmp/verbs.out
+	hps-vm-peer --wait "$id" 30 >/dev/null || { hps-vm-peer --kill "$id"; rc=1; }
+	[ "$rc" = 0 ] && grep -E '^ *4096 +100 ' /tmp/verbs.out
+}
+# Two tries: under heavy host load a perftest run over siw between two
+# guests has been seen to stall (perftest's problem, not the device's).
+verbs() {
+	verbs_once && return 0
+	sed 's/^/# /' /tmp/verbs.out
+	echo "# first try failed, trying again"
+	verbs_once || { sed 's/^/# /' /tmp/verbs.out; return 1; }
 }
 check "raw verbs ($HPS_RDMA, ib_send_bw -R) to $HPS_PEER" verbs
 
