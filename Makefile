@@ -23,7 +23,7 @@ CHECKPATCH := $(SRC)/scripts/checkpatch.pl
 KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
-	uapi-check sparse siw selftests vm-modules
+	uapi-check sparse siw selftests vm-modules tools
 
 all: modules
 
@@ -61,7 +61,11 @@ siw:
 		{ cat $(SIW_DIR)/build.log; exit 1; }; \
 	fi
 
-selftests: deps
+# hps_run and its preload library (tools/preload/).
+tools:
+	$(MAKE) -C $(TOP)/tools/preload
+
+selftests: deps tools
 	$(MAKE) -C $(TOP)/selftests
 
 run: vm-modules selftests
