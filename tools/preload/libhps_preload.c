@@ -119,9 +119,9 @@ static void say(const char *fmt, ...)
 	if (n > (int)sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, n) < 0) {
-		/* nowhere else to report it */
-	}
+	/* A failed write has nowhere else to be reported. */
+	if (write(STDERR_FILENO, buf, n) < 0)
+		errno = saved;
 	errno = saved;
 }
 
@@ -293,8 +293,10 @@ static void parse_line(char *line, int lineno)
 	if (!n)
 		return;
 
-	if (!strcmp(tok[0], "default") && n == 2 &&
-	    (act = parse_action(tok[1])) >= 0) {
+	if (!strcmp(tok[0], "default") && n == 2) {
+		act = parse_action(tok[1]);
+		if (act < 0)
+			goto bad;
 		cfg.default_action = act;
 		return;
 	}
