@@ -61,9 +61,8 @@ siw:
 		{ cat $(SIW_DIR)/build.log; exit 1; }; \
 	fi
 
-# hps_run and its preload library (tools/preload/).
-tools:
-	$(MAKE) -C $(TOP)/tools/preload
+tools: deps
+	$(MAKE) -C $(TOP)/tools
 
 selftests: deps tools
 	$(MAKE) -C $(TOP)/selftests
@@ -77,6 +76,7 @@ check: vm-modules selftests
 clean:
 	@[ ! -f "$(VM_KDIR)/Makefile" ] || $(MAKE) -C $(VM_KDIR) M=$(TOP) clean
 	$(MAKE) -C $(TOP)/selftests clean
+	$(MAKE) -C $(TOP)/tools clean
 	rm -rf $(BUILD)/vm/run.* $(BUILD)/siw
 
 lint: deps

@@ -2,12 +2,9 @@
 /*
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
- * Socket family glue: the proto and proto_ops tables, socket creation and
- * module init/exit. Everything else lives in the hps_*.c file of its concern.
- *
- * This is the foundation's skeleton: the family registers, sockets can be
- * created and closed, and every operation without an implementation yet
- * fails with EOPNOTSUPP instead of pretending to work.
+ * Socket family glue: the proto and proto_ops tables, socket creation,
+ * poll, ioctl, socket options and module init/exit. Everything else lives
+ * in the hps_*.c file of its concern.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -16,46 +13,209 @@
 #include <linux/module.h>
 #include <linux/net.h>
 #include <linux/in.h>
+#include <linux/poll.h>
+#include <linux/ioctl.h>
+#include <linux/termios.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
 #include <net/sock.h>
+#include <net/tcp_states.h>
 
 #include "hps.h"
 
-static struct proto hps_proto = {
+static void hps_keepalive(struct sock *sk, int valbool)
+{
+	/* RC transport retries detect dead peers; nothing to arm. */
+}
+
+struct proto hps_proto = {
 	.name		= "HPS",
 	.owner		= THIS_MODULE,
 	.obj_size	= sizeof(struct hps_sock),
+	.keepalive	= hps_keepalive,
 };
 
-static int hps_release(struct socket *sock)
+static __poll_t hps_poll(struct file *file, struct socket *sock,
+			 poll_table *wait)
 {
 	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	__poll_t mask = 0;
+	u8 shutdown;
+	int state;
 
-	if (!sk)
-		return 0;
+	sock_poll_wait(file, sock, wait);
+	state = READ_ONCE(sk->sk_state);
+	if (state == TCP_LISTEN) {
+		if (READ_ONCE(sk->sk_err))
+			mask |= EPOLLERR;
+		if (!list_empty_careful(&hs->accept_list))
+			mask |= EPOLLIN | EPOLLRDNORM;
+		return mask;
+	}
+
+	shutdown = READ_ONCE(sk->sk_shutdown);
+	if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
+		shutdown |= RCV_SHUTDOWN;
+	if (READ_ONCE(sk->sk_err))
+		mask |= EPOLLERR;
+	if (shutdown == SHUTDOWN_MASK || state == TCP_CLOSE)
+		mask |= EPOLLHUP;
+	if (shutdown & RCV_SHUTDOWN)
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
+	if (state == TCP_SYN_SENT || state == TCP_SYN_RECV)
+		return mask;
+	if (READ_ONCE(hs->rx_queued))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (shutdown & SEND_SHUTDOWN || state == TCP_CLOSE) {
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	} else if (hps_tx_writable(hs)) {
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	} else {
+		set_bit(SOCK_NOSPACE, &sock->flags);
+		/* Paired with the lock in hps_send_done() */
+		smp_mb__after_atomic();
+		if (hps_tx_writable(hs))
+			mask |= EPOLLOUT | EPOLLWRNORM;
+	}
+	return mask;
+}
+
+static int hps_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	int val;
+
+	switch (cmd) {
+	case SIOCINQ:
+		if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
+			return -EINVAL;
+		val = READ_ONCE(hs->rx_queued);
+		break;
+	case SIOCOUTQ:
+		if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
+			return -EINVAL;
+		val = READ_ONCE(hs->tx_queued);
+		break;
+	default:
+		return -ENOIOCTLCMD;
+	}
+	return put_user(val, (int __user *)arg);
+}
+
+/* Map SOL_HPS and IPPROTO_TCP options to HPS_F_* bits; -1 if unknown. */
+static int hps_opt_bit(int level, int optname)
+{
+	if (level == SOL_HPS) {
+		if (optname == HPS_NODELAY)
+			return HPS_F_NODELAY;
+		if (optname == HPS_CORK)
+			return HPS_F_CORK;
+	} else if (level == SOL_TCP) {
+		if (optname == TCP_NODELAY)
+			return HPS_F_NODELAY;
+		if (optname == TCP_CORK)
+			return HPS_F_CORK;
+	}
+	return -1;
+}
+
+static int hps_setsockopt(struct socket *sock, int level, int optname,
+			  sockptr_t optval, unsigned int optlen)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	int bit = hps_opt_bit(level, optname);
+	int val;
+
+	if (bit < 0)
+		return -ENOPROTOOPT;
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	if (copy_from_sockptr(&val, optval, sizeof(val)))
+		return -EFAULT;
 
 	lock_sock(sk);
-	sock_orphan(sk);
-	sock->sk = NULL;
+	spin_lock_bh(&hs->lock);
+	if (val)
+		set_bit(bit, &hs->flags);
+	else
+		clear_bit(bit, &hs->flags);
+	if (hs->ntx && hs->tx)
+		hps_tx_push(hs);	/* uncork or nodelay: send now */
+	spin_unlock_bh(&hs->lock);
 	release_sock(sk);
-	sock_put(sk);	/* the reference sk_alloc() gave the socket */
 	return 0;
 }
 
-static const struct proto_ops hps_proto_ops = {
+static void hps_get_info(struct hps_sock *hs, struct hps_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->hpsi_state = READ_ONCE(hs->sk.sk_state);
+	spin_lock_bh(&hs->lock);
+	if (test_bit(HPS_F_WAS_CONN, &hs->flags)) {
+		info->hpsi_version = HPS_PROTO_VERSION;
+		info->hpsi_credits = hs->tx_credits;
+		/* posted, announced and not holding unread data */
+		info->hpsi_peer_credits = hs->nrx - hs->rx_pending -
+					  hs->rx_nready;
+		info->hpsi_buf_size = hs->buf_size;
+		info->hpsi_rx_bufs = hs->nrx;
+	}
+	info->hpsi_tx_bytes = hs->tx_bytes;
+	info->hpsi_rx_bytes = hs->rx_bytes;
+	spin_unlock_bh(&hs->lock);
+}
+
+static int hps_getsockopt(struct socket *sock, int level, int optname,
+			  char __user *optval, int __user *optlen)
+{
+	struct hps_sock *hs = hps_sk(sock->sk);
+	struct hps_info info;
+	int len, val, bit;
+
+	if (get_user(len, optlen))
+		return -EFAULT;
+	if (len < 0)
+		return -EINVAL;
+
+	if (level == SOL_HPS && optname == HPS_INFO) {
+		hps_get_info(hs, &info);
+		len = min_t(int, len, sizeof(info));
+		if (put_user(len, optlen) || copy_to_user(optval, &info, len))
+			return -EFAULT;
+		return 0;
+	}
+	bit = hps_opt_bit(level, optname);
+	if (bit < 0)
+		return -ENOPROTOOPT;
+	if (len < sizeof(int))
+		return -EINVAL;
+	val = test_bit(bit, &hs->flags);
+	len = sizeof(int);
+	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
+		return -EFAULT;
+	return 0;
+}
+
+const struct proto_ops hps_proto_ops = {
 	.family		= PF_HPS,
 	.owner		= THIS_MODULE,
 	.release	= hps_release,
-	.bind		= sock_no_bind,
-	.connect	= sock_no_connect,
+	.bind		= hps_bind,
+	.connect	= hps_connect,
 	.socketpair	= sock_no_socketpair,
-	.accept		= sock_no_accept,
-	.getname	= sock_no_getname,
-	.poll		= datagram_poll,
-	.ioctl		= sock_no_ioctl,
-	.listen		= sock_no_listen,
-	.shutdown	= sock_no_shutdown,
-	.sendmsg	= sock_no_sendmsg,
-	.recvmsg	= sock_no_recvmsg,
+	.accept		= hps_accept,
+	.getname	= hps_getname,
+	.poll		= hps_poll,
+	.ioctl		= hps_ioctl,
+	.listen		= hps_listen,
+	.shutdown	= hps_shutdown,
+	.setsockopt	= hps_setsockopt,
+	.getsockopt	= hps_getsockopt,
+	.sendmsg	= hps_sendmsg,
+	.recvmsg	= hps_recvmsg,
 	.mmap		= sock_no_mmap,
 	.sendpage	= sock_no_sendpage,
 };
@@ -63,21 +223,15 @@ static const struct proto_ops hps_proto_ops = {
 static int hps_create(struct net *net, struct socket *sock, int protocol,
 		      int kern)
 {
-	struct sock *sk;
-
 	if (sock->type != SOCK_STREAM)
 		return -ESOCKTNOSUPPORT;
 	if (protocol != HPSPROTO_HPS && protocol != IPPROTO_TCP)
 		return -EPROTONOSUPPORT;
 
-	sk = sk_alloc(net, PF_HPS, GFP_KERNEL, &hps_proto, kern);
-	if (!sk)
-		return -ENOMEM;
-
 	sock->ops = &hps_proto_ops;
 	sock->state = SS_UNCONNECTED;
-	sock_init_data(sock, sk);
-	sk->sk_protocol = IPPROTO_TCP;
+	if (!hps_sock_alloc(net, sock, kern))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -91,9 +245,24 @@ static int __init hps_init(void)
 {
 	int err;
 
-	err = proto_register(&hps_proto, 1);
+	BUILD_BUG_ON(sizeof(struct hps_hdr) != 8);
+	BUILD_BUG_ON(sizeof(struct hps_hello) != 16);
+
+	err = hps_sysctl_register();
 	if (err)
 		return err;
+	err = hps_stats_init();
+	if (err)
+		goto out_sysctl;
+	err = hps_connd_start();
+	if (err)
+		goto out_stats;
+	err = hps_ib_register();
+	if (err)
+		goto out_connd;
+	err = proto_register(&hps_proto, 1);
+	if (err)
+		goto out_ib;
 
 	/* Last: from here on the family is visible to socket(2). */
 	err = sock_register(&hps_family_ops);
@@ -106,6 +275,14 @@ static int __init hps_init(void)
 
 out_unreg_proto:
 	proto_unregister(&hps_proto);
+out_ib:
+	hps_ib_unregister();
+out_connd:
+	hps_connd_stop();
+out_stats:
+	hps_stats_exit();
+out_sysctl:
+	hps_sysctl_unregister();
 	return err;
 }
 
@@ -113,6 +290,10 @@ static void __exit hps_exit(void)
 {
 	sock_unregister(PF_HPS);	/* first: no new sockets */
 	proto_unregister(&hps_proto);
+	hps_ib_unregister();		/* every connection is gone by now */
+	hps_connd_stop();
+	hps_stats_exit();
+	hps_sysctl_unregister();
 }
 
 module_init(hps_init);

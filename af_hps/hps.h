@@ -2,25 +2,378 @@
 /*
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
- * Module-wide definitions: the socket structure and its accessor.
+ * Module-wide private definitions: the socket and connection state, the
+ * wire format and the functions each hps_*.c file exports to the others.
+ *
+ * Locking (see also hps_core.c):
+ *
+ *   socket lock (lock_sock)          socket state, addresses, cm_id, qp,
+ *                                    buffer rings' setup and teardown, the
+ *                                    reader's use of the rx ready list head
+ *     -> hps_sock.lock (spin, BH)    credits, ring indices, rx ready list,
+ *                                    everything the CQ handlers touch
+ *       -> hps_dev.lock (spin, BH)   CQ entry reservations
+ *
+ *   hps_dev_mutex                    the device list (never taken under
+ *                                    hps_sock.lock)
+ *   hps_connd.lock (spin, BH)        the connection thread's event lists
+ *                                    (leaf lock)
+ *
+ * CQ completion handlers run in softirq (IB_POLL_SOFTIRQ) and only take
+ * hps_sock.lock. The rdma_cm event handler takes no socket lock: it copies
+ * the event and hands it to the connection thread (hps_connd), which is
+ * the only context that destroys cm_ids and QPs of connections.
  */
 #ifndef _HPS_H
 #define _HPS_H
 
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
 #include <net/sock.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 #include <linux/af_hps.h>
 
+/* ---- wire protocol (Documentation/protocol.rst) ---- */
+
+#define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
+#define HPS_PROTO_VERSION	1
+
 /**
- * struct hps_sock - an AF_HPS socket
+ * struct hps_hello - CM private data of the connect request and reply
+ * @magic: %HPS_HELLO_MAGIC
+ * @version: protocol version, %HPS_PROTO_VERSION
+ * @flags: must be zero
+ * @reserved: must be zero
+ * @credits: receive buffers the sender has posted (initial credits)
+ * @buf_size: bytes per receive buffer, header included
+ */
+struct hps_hello {
+	__be32	magic;
+	u8	version;
+	u8	flags;
+	__be16	reserved;
+	__be32	credits;
+	__be32	buf_size;
+} __packed;
+
+enum hps_msg_type {
+	HPS_MSG_DATA	= 1,	/* payload; len > 0 */
+	HPS_MSG_CREDIT	= 2,	/* credit update only; len 0 */
+	HPS_MSG_FIN	= 3,	/* no more data from the sender; len 0 */
+	HPS_MSG_ABORT	= 4,	/* connection reset; len 0 */
+};
+
+/**
+ * struct hps_hdr - header at the start of every SEND
+ * @version: %HPS_PROTO_VERSION
+ * @type: enum hps_msg_type
+ * @credits: receive buffers the sender has reposted since its last message
+ * @len: payload bytes following the header
+ */
+struct hps_hdr {
+	u8	version;
+	u8	type;
+	__be16	credits;
+	__be32	len;
+} __packed;
+
+#define HPS_HDR_LEN		sizeof(struct hps_hdr)
+
+/* ---- limits ---- */
+
+#define HPS_CREDITS_MIN		2
+#define HPS_CREDITS_MAX		1024
+#define HPS_BUF_MIN		4096
+#define HPS_BUF_MAX		(1024 * 1024)
+#define HPS_INLINE_MAX		1024
+#define HPS_NCTRL		4	/* control message slots per connection */
+#define HPS_CQ_MAX		32768
+#define HPS_FIN_TIMEOUT		(60 * HZ)	/* closed, FIN not taken */
+
+/* ---- per-device state (hps_ib.c) ---- */
+
+/**
+ * struct hps_dev - an RDMA device AF_HPS uses
+ * @list: entry in the device list, protected by hps_dev_mutex
+ * @ibdev: the device
+ * @pd: protection domain of every AF_HPS QP on the device
+ * @cq: completion queue shared by every AF_HPS QP on the device
+ * @cq_size: CQ entries allocated
+ * @lock: protects @cq_used, @conns and @dead
+ * @cq_used: CQ entries reserved by connections
+ * @conns: connections (hps_sock.dev_node) with a QP on this device
+ * @dead: the device is being removed; no new connections
+ * @ref: lifetime; the device list and each connection hold one
+ * @wq: waited on by removal until @conns is empty
+ */
+struct hps_dev {
+	struct list_head	list;
+	struct ib_device	*ibdev;
+	struct ib_pd		*pd;
+	struct ib_cq		*cq;
+	int			cq_size;
+	spinlock_t		lock;		/* see @lock above */
+	int			cq_used;
+	struct list_head	conns;
+	bool			dead;
+	struct kref		ref;
+	wait_queue_head_t	wq;
+};
+
+/* ---- buffers ---- */
+
+/**
+ * struct hps_buf - one DMA-mapped kernel bounce buffer
+ * @cqe: completion callback of the WR using this buffer
+ * @list: rx: entry in hps_sock.rx_ready while it holds unread data
+ * @buf: kernel address; header first
+ * @dma: bus address, 0 when unmapped
+ * @len: rx: payload bytes; tx: payload bytes filled
+ * @off: rx: payload bytes already consumed by the reader
+ * @type: tx: message type to send (enum hps_msg_type)
+ */
+struct hps_buf {
+	struct ib_cqe		cqe;
+	struct list_head	list;
+	void			*buf;
+	u64			dma;
+	u32			len;
+	u32			off;
+	u8			type;
+};
+
+/* hps_sock.flags bits (atomic bitops) */
+enum {
+	HPS_F_PEER_READY,	/* peer spoke first (iWARP rule): may send */
+	HPS_F_QP_READY,		/* QP reached RTR: drain before destroy */
+	HPS_F_CONN_UP,		/* QP usable: post WRs */
+	HPS_F_FIN_PENDING,	/* queue a FIN after the data */
+	HPS_F_FIN_SENT,		/* FIN posted */
+	HPS_F_FIN_DONE,		/* FIN completed (peer has it) */
+	HPS_F_FIN_RCVD,		/* peer's FIN received */
+	HPS_F_ABORTED,		/* ABORT sent or connection reset */
+	HPS_F_TEARDOWN,		/* teardown requested from connd */
+	HPS_F_WAS_CONN,		/* connection was established once */
+	HPS_F_NODELAY,
+	HPS_F_CORK,
+	HPS_F_ACTIVE,		/* this end called connect() */
+	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
+	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
+};
+
+/* connd work bits (hps_sock.connd_work) */
+enum {
+	HPS_W_TEARDOWN,		/* disconnect, drain and destroy */
+	HPS_W_STATE,		/* a FIN went out or came in */
+};
+
+/**
+ * struct hps_sock - an AF_HPS socket and its connection
  * @sk: the generic socket; must stay first (sk_alloc() sizes by proto)
+ * @flags: HPS_F_* bits
+ * @cm_id: rdma_cm id (listener or connection); socket lock, destroyed by
+ *	   connd for connections and by release for listeners
+ * @qp: connection QP, same lock as @cm_id
+ * @dev: device of @qp, holds a reference
+ * @dev_node: entry in hps_dev.conns, protected by hps_dev.lock
+ * @cq_reserved: CQ entries reserved on @dev
+ * @local: local address (bind, connect, accept)
+ * @peer: peer address
+ * @parent: listener of a child not yet accepted (holds a reference)
+ * @accept_list: listener: established children (hps_sock.accept_node);
+ *		 child: entry in its listener's list. Listener's socket lock.
+ * @accept_node: see @accept_list
+ * @npending: listener: children between CONNECT_REQUEST and ESTABLISHED
+ * @connd_node: entry in the connection thread's socket list
+ * @connd_work: HPS_W_* bits for the connection thread
+ * @connect_work: calls rdma_connect(), which may block for a long time
+ *		  (siw connects a TCP socket synchronously), outside the
+ *		  connection thread and without the socket lock
+ * @lock: protects everything below, taken from softirq (BH-safe)
+ * @nrx: receive buffers (our window, credits given to the peer)
+ * @ntx: send buffers
+ * @buf_size: bytes per buffer, header included
+ * @peer_buf_size: peer's buffer size from its hello
+ * @peer_credits_max: peer's window from its hello
+ * @msg_max: payload bytes per message
+ * @rx: receive buffers
+ * @tx: send buffers
+ * @ctrl: control message buffers (header only)
+ * @rx_ready: received DATA buffers not yet fully read, oldest first
+ * @rx_queued: unread payload bytes in @rx_ready
+ * @rx_nready: buffers in @rx_ready
+ * @rx_pending: reposted receive buffers not yet announced to the peer
+ * @rx_pending_data: how many of @rx_pending held DATA
+ * @tx_credits: peer receive buffers we may still fill
+ * @tx_done: first tx slot not yet completed
+ * @tx_posted: first tx slot not yet posted
+ * @tx_fill: slot being filled (open) if @tx_fill - @tx_done < @ntx
+ * @tx_filling: the writer is copying into slot @tx_fill without the lock
+ * @tx_queued: payload bytes in tx slots not yet completed (SIOCOUTQ)
+ * @ctrl_head: next control slot to use
+ * @ctrl_done: first control slot not yet completed
+ * @ack_thresh: explicit credit update when this many credits are pending
+ * @inline_max: largest message sent inline
+ * @tx_bytes: payload bytes sent
+ * @rx_bytes: payload bytes received
  */
 struct hps_sock {
-	struct sock	sk;
+	struct sock		sk;
+	unsigned long		flags;
+	struct rdma_cm_id	*cm_id;
+	struct ib_qp		*qp;
+	struct hps_dev		*dev;
+	struct list_head	dev_node;
+	int			cq_reserved;
+	struct sockaddr_storage	local;
+	struct sockaddr_storage	peer;
+	struct sock		*parent;
+	struct list_head	accept_list;
+	struct list_head	accept_node;
+	int			npending;
+	struct list_head	connd_node;
+	unsigned long		connd_work;
+	struct work_struct	connect_work;
+
+	spinlock_t		lock;		/* see @lock above */
+	u32			nrx;
+	u32			ntx;
+	u32			buf_size;
+	u32			peer_buf_size;
+	u32			peer_credits_max;
+	u32			msg_max;
+	struct hps_buf		*rx;
+	struct hps_buf		*tx;
+	struct hps_buf		*ctrl;
+	struct list_head	rx_ready;
+	u32			rx_queued;
+	u32			rx_nready;
+	u32			rx_pending;
+	u32			rx_pending_data;
+	u32			tx_credits;
+	u32			tx_done;
+	u32			tx_posted;
+	u32			tx_fill;
+	bool			tx_filling;
+	u32			tx_queued;
+	u32			ctrl_head;
+	u32			ctrl_done;
+	u32			ack_thresh;
+	u32			inline_max;
+	u64			tx_bytes;
+	u64			rx_bytes;
 };
 
 static inline struct hps_sock *hps_sk(const struct sock *sk)
 {
 	return container_of(sk, struct hps_sock, sk);
 }
+
+static inline bool hps_test(const struct hps_sock *hs, int bit)
+{
+	return test_bit(bit, &hs->flags);
+}
+
+/* af_hps.c */
+extern struct proto hps_proto;
+extern const struct proto_ops hps_proto_ops;
+
+/* hps_core.c */
+void hps_sock_init(struct hps_sock *hs);
+struct sock *hps_sock_alloc(struct net *net, struct socket *sock, int kern);
+void hps_set_state(struct sock *sk, int state);
+int hps_connd_start(void);
+void hps_connd_stop(void);
+void hps_connd_kick(struct hps_sock *hs, int work);
+int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			  struct sock *sk);
+
+/* hps_ib.c */
+int hps_ib_register(void);
+void hps_ib_unregister(void);
+struct hps_dev *hps_dev_get(struct ib_device *ibdev);
+void hps_dev_put(struct hps_dev *dev);
+int hps_dev_reserve(struct hps_dev *dev, struct hps_sock *hs, int ncqe);
+void hps_dev_unreserve(struct hps_sock *hs);
+
+/* hps_cm.c */
+int hps_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+int hps_cm_create_id(struct sock *sk);
+int hps_bind(struct socket *sock, struct sockaddr *addr, int len);
+int hps_listen(struct socket *sock, int backlog);
+int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
+		int flags);
+int hps_accept(struct socket *sock, struct socket *newsock, int flags,
+	       bool kern);
+int hps_getname(struct socket *sock, struct sockaddr *addr, int peer);
+void hps_cm_process(struct rdma_cm_id *id, int event, int status,
+		    const void *pdata, u8 pdata_len, struct sock *sk);
+void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id);
+void hps_cm_connect_work(struct work_struct *work);
+
+/* hps_wr.c */
+int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id);
+void hps_wr_teardown(struct hps_sock *hs);
+void hps_wr_free_bufs(struct hps_sock *hs);
+int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b);
+int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
+		     u32 len);
+void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
+int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
+
+/* hps_tx.c */
+int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
+void hps_tx_push(struct hps_sock *hs);
+bool hps_tx_writable(struct hps_sock *hs);
+void hps_send_done(struct ib_cq *cq, struct ib_wc *wc);
+void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
+bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
+
+/* hps_rx.c */
+int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
+		int flags);
+void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* hps_close.c */
+int hps_shutdown(struct socket *sock, int how);
+int hps_release(struct socket *sock);
+void hps_abort(struct hps_sock *hs, int err, bool send_abort);
+void hps_teardown(struct hps_sock *hs, unsigned long work);
+void hps_conn_error(struct hps_sock *hs, int err);
+struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err);
+void hps_child_established(struct hps_sock *hs);
+
+/* hps_sysctl.c */
+struct hps_net {
+	struct ctl_table_header	*hdr;
+	unsigned int		credits;
+	unsigned int		buf_size;
+	unsigned int		ack_thresh;
+	unsigned int		inline_max;
+	int			rmem_default;
+	int			wmem_default;
+};
+
+int hps_sysctl_register(void);
+void hps_sysctl_unregister(void);
+struct hps_net *hps_net(const struct net *net);
+
+/* hps_stats.c */
+enum hps_stat {
+	HPS_STAT_CONN_ACTIVE,
+	HPS_STAT_CONN_PASSIVE,
+	HPS_STAT_ABORTS,
+	HPS_STAT_PROTO_ERRORS,
+	HPS_STAT_CREDIT_MSGS,
+	HPS_STAT_MAX,
+};
+
+void hps_stat_inc(enum hps_stat s);
+int hps_stats_init(void);
+void hps_stats_exit(void);
 
 #endif /* _HPS_H */

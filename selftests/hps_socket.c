@@ -5,6 +5,7 @@
  * flags, inheritance across fork(), and the module reference an open socket
  * holds.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run inside an hps-vm guest (node 1): every selftest program (hps_*) and
-# shell test (hps_*.sh) in this directory, in order, each under a timeout.
+# shell test (hps_*.sh) in this directory, in order, each under a timeout,
+# then the destructive ones (final_*.sh: they remove the RDMA device).
 # Prints their output and writes the summed counts ("pass fail skip") to
 # the file named by $1 (in the project tree, which the host reads back).
 set -u
@@ -12,7 +13,7 @@ per_test_timeout=${HPS_TEST_TIMEOUT:-600}
 filter=${HPS_TESTS:-}
 
 pass=0 fail=0 skip=0
-for t in hps_*; do
+for t in hps_* final_*; do
 	case $t in *.c|*.h|*.o) continue ;; esac
 	[ -x "$t" ] || continue
 	if [ -n "$filter" ] && ! echo " $filter " | grep -qE " (${t%.sh}|$t) "; then

@@ -7,4 +7,4 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 echo "make run: booting two QEMU guests (Soft-RoCE), about half a minute..."
 exec "$top/tools/vm/hps-vm" run --nodes 2 --rdma "${HPS_RDMA:-rxe}" \
-	--timeout 300 -- "$top/tools/demo-guest.sh"
+	--timeout 600 -- "$top/tools/demo-guest.sh"

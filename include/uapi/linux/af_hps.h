@@ -41,7 +41,8 @@
  * @hpsi_version:	wire protocol version in use (0 if not connected)
  * @hpsi_state:		socket state (TCP_* numbering, as in struct tcp_info)
  * @hpsi_credits:	send credits currently held
- * @hpsi_peer_credits:	receive buffers the peer may still fill
+ * @hpsi_peer_credits:	receive buffers the peer may still fill (at most;
+ *			messages in flight are not known)
  * @hpsi_buf_size:	bytes per kernel buffer on this connection
  * @hpsi_rx_bufs:	receive buffers posted by this end (its window)
  * @hpsi_tx_bytes:	payload bytes sent

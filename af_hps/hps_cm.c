@@ -1,0 +1,751 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * Connection management with rdma_cm: bind, listen, connect, accept and
+ * the rdma_cm event processing, which runs in the connection thread.
+ *
+ * The rdma_cm event handler only copies the event (with a socket
+ * reference) to the connection thread and returns 0; it returns non-zero
+ * only for a CONNECT_REQUEST it could not queue, whose new id the core
+ * then destroys. The connection thread accepts or rejects every new id
+ * it is given, and destroys ids (never from within their own handler).
+ *
+ * Active side: connect -> rdma_resolve_addr -> ADDR_RESOLVED ->
+ * rdma_resolve_route -> ROUTE_RESOLVED -> QP, buffers, receives,
+ * rdma_connect(hello) -> ESTABLISHED (peer's hello) -> first message.
+ * Passive side: CONNECT_REQUEST(hello) -> child socket, QP, buffers,
+ * receives, rdma_accept(hello) -> ESTABLISHED -> accept queue.
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/sched/signal.h>
+#include <net/tcp_states.h>
+#include <rdma/ib_cm.h>
+
+#include "hps.h"
+
+#define HPS_RESOLVE_MS	2000
+
+/**
+ * hps_cm_destroy_id() - destroy a connection's or listener's cm_id
+ * @sk: the socket the id belonged to
+ * @id: the id, or NULL
+ *
+ * Context: process, not within @id's event handler, socket lock not held.
+ */
+void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	rdma_destroy_id(id);
+	sock_put(sk);	/* the cm_id's reference, see hps_cm_create_id() */
+}
+
+/**
+ * hps_cm_handler() - rdma_cm event handler of every AF_HPS cm_id
+ * @id: the id
+ * @ev: the event
+ *
+ * Context: rdma_cm (process context, the id's handler mutex held).
+ * Return: 0, or -ENOMEM for a CONNECT_REQUEST that could not be queued.
+ */
+int hps_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct sock *sk = id->context;
+	int err;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		/*
+		 * Connections are aborted by the ib_client's remove callback
+		 * and their ids destroyed by connd. A listener bound to the
+		 * device has no one to do that: claim its id (hps_release()
+		 * claims it with xchg() too) and let the core destroy it.
+		 */
+		if (READ_ONCE(sk->sk_state) == TCP_LISTEN &&
+		    cmpxchg(&hps_sk(sk)->cm_id, id, NULL) == id) {
+			WRITE_ONCE(sk->sk_err, ENODEV);
+			sk_error_report(sk);
+			sock_put(sk);	/* the cm_id's reference */
+			return 1;
+		}
+		return 0;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		return 0;
+	default:
+		break;
+	}
+	err = hps_connd_queue_event(id, ev, sk);
+	if (err && ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return err;	/* the core destroys the new id */
+	if (err)
+		hps_conn_error(hps_sk(sk), ENOMEM);
+	return 0;
+}
+
+/**
+ * hps_cm_create_id() - give a socket its rdma_cm id
+ * @sk: the socket, locked, without an id
+ *
+ * Return: 0 or -errno.
+ */
+int hps_cm_create_id(struct sock *sk)
+{
+	struct hps_sock *hs = hps_sk(sk);
+	struct rdma_cm_id *id;
+
+	sock_owned_by_me(sk);
+	id = rdma_create_id(sock_net(sk), hps_cm_handler, sk, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	if (sk->sk_reuse)
+		rdma_set_reuseaddr(id, 1);
+	sock_hold(sk);	/* put by hps_cm_destroy_id() */
+	hs->cm_id = id;
+	return 0;
+}
+
+/* Connection parameters from the sysctls and the socket's buffer sizes. */
+static void hps_conn_params(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+	struct hps_net *hn = hps_net(sock_net(sk));
+	u32 credits = READ_ONCE(hn->credits);
+	u32 buf_size = READ_ONCE(hn->buf_size);
+	u32 pct = READ_ONCE(hn->ack_thresh);
+
+	hps_wr_free_bufs(hs);	/* of an earlier, failed connect */
+	hs->buf_size = buf_size;
+	hs->nrx = credits;
+	hs->ntx = credits;
+	/* SO_RCVBUF/SO_SNDBUF (kernel-doubled) set the number of buffers. */
+	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		hs->nrx = clamp_t(u32, sk->sk_rcvbuf / 2 / buf_size,
+				  HPS_CREDITS_MIN, HPS_CREDITS_MAX);
+	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
+		hs->ntx = clamp_t(u32, sk->sk_sndbuf / 2 / buf_size,
+				  HPS_CREDITS_MIN, HPS_CREDITS_MAX);
+	hs->ack_thresh = clamp_t(u32, hs->nrx * pct / 100, 1, hs->nrx - 1);
+	hs->inline_max = min_t(u32, READ_ONCE(hn->inline_max),
+			       HPS_INLINE_MAX);
+	hs->msg_max = buf_size - HPS_HDR_LEN;
+
+	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
+	hs->rx_queued = 0;
+	hs->rx_nready = 0;
+	hs->rx_pending = 0;
+	hs->rx_pending_data = 0;
+	hs->tx_credits = 0;
+	hs->tx_done = 0;
+	hs->tx_posted = 0;
+	hs->tx_fill = 0;
+	hs->tx_queued = 0;
+	hs->ctrl_head = 0;
+	hs->ctrl_done = 0;
+	INIT_LIST_HEAD(&hs->rx_ready);
+}
+
+/* Check a user address; copy it to @ss. Return: 0 or -errno as TCP. */
+static int hps_addr_get(struct sockaddr *addr, int len,
+			struct sockaddr_storage *ss)
+{
+	if (!addr || len < (int)offsetofend(struct sockaddr, sa_family))
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	switch (addr->sa_family) {
+	case AF_INET:
+		if (len < (int)sizeof(struct sockaddr_in))
+			return -EINVAL;
+		memcpy(ss, addr, sizeof(struct sockaddr_in));
+		return 0;
+	case AF_INET6:
+		if (len < SIN6_LEN_RFC2133)
+			return -EINVAL;
+		memcpy(ss, addr, min_t(int, len, sizeof(struct sockaddr_in6)));
+		return 0;
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
+/**
+ * hps_bind() - proto_ops.bind
+ * @sock: the socket
+ * @addr: struct sockaddr_in or sockaddr_in6
+ * @len: its length
+ *
+ * Return: 0 or -errno.
+ */
+int hps_bind(struct socket *sock, struct sockaddr *addr, int len)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	struct sockaddr_storage ss;
+	struct rdma_cm_id *id;
+	bool created = false;
+	int err;
+
+	err = hps_addr_get(addr, len, &ss);
+	if (err)
+		return err;
+
+	lock_sock(sk);
+	if (sk->sk_state != TCP_CLOSE || hs->local.ss_family ||
+	    test_bit(HPS_F_WAS_CONN, &hs->flags)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (!hs->cm_id) {
+		err = hps_cm_create_id(sk);
+		if (err)
+			goto out;
+		created = true;
+	}
+	err = rdma_bind_addr(hs->cm_id, (struct sockaddr *)&ss);
+	if (err) {
+		if (err == -ENODEV || err == -EINVAL)
+			err = -EADDRNOTAVAIL;
+		if (created) {
+			id = hs->cm_id;
+			hs->cm_id = NULL;
+			release_sock(sk);
+			hps_cm_destroy_id(sk, id);
+			return err;
+		}
+		goto out;
+	}
+	memcpy(&hs->local, &hs->cm_id->route.addr.src_addr, sizeof(hs->local));
+out:
+	release_sock(sk);
+	return err;
+}
+
+/**
+ * hps_listen() - proto_ops.listen
+ * @sock: the socket
+ * @backlog: connections waiting for accept (plus one, as TCP)
+ *
+ * Return: 0 or -errno.
+ */
+int hps_listen(struct socket *sock, int backlog)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	bool created = false;
+	int err = 0;
+
+	lock_sock(sk);
+	if (sock->state != SS_UNCONNECTED ||
+	    (sk->sk_state != TCP_CLOSE && sk->sk_state != TCP_LISTEN) ||
+	    test_bit(HPS_F_WAS_CONN, &hs->flags)) {
+		err = -EINVAL;
+		goto out;
+	}
+	if (sk->sk_state == TCP_LISTEN) {
+		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+		goto out;
+	}
+	if (!hs->cm_id) {
+		err = hps_cm_create_id(sk);
+		if (err)
+			goto out;
+		created = true;
+	}
+	err = rdma_listen(hs->cm_id, backlog);
+	if (err) {
+		if (created) {
+			struct rdma_cm_id *id = hs->cm_id;
+
+			hs->cm_id = NULL;
+			release_sock(sk);
+			hps_cm_destroy_id(sk, id);
+			return err;
+		}
+		goto out;
+	}
+	memcpy(&hs->local, &hs->cm_id->route.addr.src_addr, sizeof(hs->local));
+	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+	sk->sk_ack_backlog = 0;
+	sk->sk_shutdown = 0;
+	hps_set_state(sk, TCP_LISTEN);
+out:
+	release_sock(sk);
+	return err;
+}
+
+static int hps_wait_connect(struct sock *sk, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	int err = 0;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (sk->sk_state == TCP_SYN_SENT) {
+		if (!*timeo) {
+			err = -EINPROGRESS;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(*timeo);
+			break;
+		}
+		sk_wait_event(sk, timeo, sk->sk_state != TCP_SYN_SENT, &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+/**
+ * hps_connect() - proto_ops.connect
+ * @sock: the socket
+ * @addr: peer address, struct sockaddr_in or sockaddr_in6
+ * @len: its length
+ * @flags: file flags (O_NONBLOCK)
+ *
+ * Return: 0, -EINPROGRESS (non-blocking) or -errno as TCP.
+ */
+int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
+		int flags)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	struct sockaddr_storage ss;
+	long timeo;
+	int err;
+
+	err = hps_addr_get(addr, len, &ss);
+	if (err)
+		return err;
+
+	lock_sock(sk);
+	switch (sock->state) {
+	case SS_CONNECTED:
+		err = -EISCONN;
+		goto out;
+	case SS_CONNECTING:
+		err = -EALREADY;
+		break;
+	default:
+		if (sk->sk_state != TCP_CLOSE) {
+			err = sk->sk_state == TCP_LISTEN ? -EISCONN : -EALREADY;
+			goto out;
+		}
+		if (test_bit(HPS_F_WAS_CONN, &hs->flags)) {
+			err = -EISCONN;
+			goto out;
+		}
+		hps_conn_params(hs);
+		if (!hs->cm_id) {
+			err = hps_cm_create_id(sk);
+			if (err)
+				goto out;
+		}
+		memcpy(&hs->peer, &ss, sizeof(ss));
+		set_bit(HPS_F_ACTIVE, &hs->flags);
+		sk->sk_err = 0;
+		sk->sk_shutdown = 0;
+		hps_set_state(sk, TCP_SYN_SENT);
+		err = rdma_resolve_addr(hs->cm_id, NULL, (struct sockaddr *)&ss,
+					HPS_RESOLVE_MS);
+		if (err) {
+			struct rdma_cm_id *id = hs->cm_id;
+
+			hs->cm_id = NULL;
+			hs->local.ss_family = 0;
+			hps_set_state(sk, TCP_CLOSE);
+			release_sock(sk);
+			hps_cm_destroy_id(sk, id);
+			return err == -ENODEV ? -ENETUNREACH : err;
+		}
+		sock->state = SS_CONNECTING;
+		err = -EINPROGRESS;
+		break;
+	}
+
+	timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+	if (sk->sk_state == TCP_SYN_SENT) {
+		int werr = hps_wait_connect(sk, &timeo);
+
+		if (werr) {
+			if (werr != -EINPROGRESS)
+				err = werr;
+			goto out;
+		}
+	}
+	if (sk->sk_state == TCP_CLOSE) {
+		err = sock_error(sk) ? : -ECONNABORTED;
+		sock->state = SS_UNCONNECTED;
+		goto out;
+	}
+	sock->state = SS_CONNECTED;
+	err = 0;
+out:
+	release_sock(sk);
+	return err;
+}
+
+/**
+ * hps_accept() - proto_ops.accept
+ * @sock: the listening socket
+ * @newsock: the new socket to graft the connection to
+ * @flags: file flags (O_NONBLOCK)
+ * @kern: kernel socket
+ *
+ * Return: 0 or -errno.
+ */
+int hps_accept(struct socket *sock, struct socket *newsock, int flags,
+	       bool kern)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk), *child = NULL;
+	long timeo;
+	int err = 0;
+
+	lock_sock(sk);
+	if (sk->sk_state != TCP_LISTEN) {
+		err = -EINVAL;
+		goto out;
+	}
+	timeo = sock_rcvtimeo(sk, flags & O_NONBLOCK);
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (list_empty(&hs->accept_list)) {
+		if (sk->sk_err) {
+			err = sock_error(sk);
+			break;
+		}
+		if (sk->sk_state != TCP_LISTEN ||
+		    sk->sk_shutdown & RCV_SHUTDOWN) {
+			err = -EINVAL;
+			break;
+		}
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		sk_wait_event(sk, &timeo,
+			      !list_empty(&hs->accept_list) || sk->sk_err ||
+			      sk->sk_state != TCP_LISTEN ||
+			      sk->sk_shutdown & RCV_SHUTDOWN, &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	if (!err) {
+		child = list_first_entry(&hs->accept_list, struct hps_sock,
+					 accept_node);
+		list_del_init(&child->accept_node);
+		sk_acceptq_removed(sk);
+	}
+out:
+	release_sock(sk);
+	if (!child)
+		return err;
+
+	lock_sock(&child->sk);
+	sock_graft(&child->sk, newsock);
+	newsock->state = SS_CONNECTED;
+	release_sock(&child->sk);
+	return 0;
+}
+
+/**
+ * hps_getname() - proto_ops.getname
+ * @sock: the socket
+ * @addr: filled in
+ * @peer: peer address instead of the local one
+ *
+ * Return: address length or -ENOTCONN.
+ */
+int hps_getname(struct socket *sock, struct sockaddr *addr, int peer)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	struct sockaddr_storage *ss;
+	int len;
+
+	lock_sock(sk);
+	if (peer) {
+		if (!test_bit(HPS_F_WAS_CONN, &hs->flags) &&
+		    sk->sk_state != TCP_ESTABLISHED) {
+			release_sock(sk);
+			return -ENOTCONN;
+		}
+		ss = &hs->peer;
+	} else {
+		ss = &hs->local;
+	}
+	if (ss->ss_family == AF_INET6) {
+		len = sizeof(struct sockaddr_in6);
+		memcpy(addr, ss, len);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)addr;
+
+		len = sizeof(*sin);
+		memcpy(addr, ss, len);
+		sin->sin_family = AF_INET;
+	}
+	release_sock(sk);
+	return len;
+}
+
+static void hps_conn_param(struct rdma_conn_param *p, struct hps_hello *h)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = h;
+	p->private_data_len = sizeof(*h);
+	p->responder_resources = 1;
+	p->initiator_depth = 1;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+/* CONNECT_REQUEST on listener @lsk: a child for @id, or reject it. */
+static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
+			    const void *pdata, u8 pdata_len)
+{
+	struct hps_sock *lhs = hps_sk(lsk), *chs;
+	struct rdma_conn_param param;
+	struct hps_hello hello;
+	struct sock *sk;
+	int err;
+
+	lock_sock(lsk);
+	if (lsk->sk_state != TCP_LISTEN || lsk->sk_shutdown & RCV_SHUTDOWN ||
+	    lhs->npending + lsk->sk_ack_backlog > lsk->sk_max_ack_backlog)
+		goto reject;
+	sk = hps_sock_alloc(sock_net(lsk), NULL, lsk->sk_kern_sock);
+	if (!sk)
+		goto reject;
+	chs = hps_sk(sk);
+	sk->sk_rcvbuf = lsk->sk_rcvbuf;
+	sk->sk_sndbuf = lsk->sk_sndbuf;
+	sk->sk_userlocks = lsk->sk_userlocks;
+	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
+	sk->sk_sndtimeo = lsk->sk_sndtimeo;
+	hps_conn_params(chs);
+	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
+
+	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
+	err = hps_hello_check(chs, pdata, pdata_len);
+	if (err) {
+		pr_info_ratelimited("connection request with a bad hello rejected\n");
+		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+		release_sock(sk);
+		sock_put(sk);
+		goto reject;
+	}
+	sock_hold(sk);		/* the cm_id's reference */
+	chs->cm_id = id;
+	id->context = sk;
+	err = hps_wr_setup(chs, id);
+	if (err)
+		goto out_teardown;
+	set_bit(HPS_F_CONN_UP, &chs->flags);
+	hps_hello_fill(chs, &hello);
+	hps_conn_param(&param, &hello);
+	err = rdma_accept(id, &param);
+	if (err)
+		goto out_teardown;
+	set_bit(HPS_F_QP_READY, &chs->flags);
+	memcpy(&chs->local, &id->route.addr.src_addr, sizeof(chs->local));
+	memcpy(&chs->peer, &id->route.addr.dst_addr, sizeof(chs->peer));
+	sock_hold(lsk);		/* the child's reference on its listener */
+	chs->parent = lsk;
+	lhs->npending++;
+	sk->sk_state = TCP_SYN_RECV;
+	release_sock(sk);
+	release_sock(lsk);
+	hps_stat_inc(HPS_STAT_CONN_PASSIVE);
+	return;
+
+out_teardown:
+	hps_wr_teardown(chs);
+	chs->cm_id = NULL;
+	release_sock(sk);
+	release_sock(lsk);
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	hps_cm_destroy_id(sk, id);
+	sock_put(sk);		/* the child's own reference: frees it */
+	return;
+
+reject:
+	release_sock(lsk);
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	rdma_destroy_id(id);
+}
+
+/**
+ * hps_cm_connect_work() - send the connect request
+ * @work: hps_sock.connect_work
+ *
+ * rdma_connect() may block for as long as a TCP connect (siw), so it runs
+ * here, without the socket lock and outside the connection thread. While
+ * HPS_F_CONNECTING is set the id and QP stay (teardown is deferred).
+ *
+ * Context: process (system_unbound_wq).
+ */
+void hps_cm_connect_work(struct work_struct *work)
+{
+	struct hps_sock *hs = container_of(work, struct hps_sock,
+					   connect_work);
+	struct sock *sk = &hs->sk;
+	struct rdma_cm_id *destroy = NULL;
+	struct rdma_conn_param param;
+	struct hps_hello hello;
+	int err;
+
+	hps_hello_fill(hs, &hello);
+	hps_conn_param(&param, &hello);
+	err = rdma_connect(hs->cm_id, &param);
+
+	lock_sock(sk);
+	clear_bit(HPS_F_CONNECTING, &hs->flags);
+	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags))
+		hps_connd_kick(hs, HPS_W_TEARDOWN);
+	else if (err)
+		destroy = hps_fail(hs, err == -ETIMEDOUT ? ETIMEDOUT :
+				   err == -ENETUNREACH ? ENETUNREACH :
+				   ECONNREFUSED);
+	release_sock(sk);
+	hps_cm_destroy_id(sk, destroy);
+	sock_put(sk);	/* from hps_cm_process() */
+}
+
+/* ESTABLISHED on the active side: take the peer's hello, speak first. */
+static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
+					   struct rdma_cm_id *id,
+					   const void *pdata, u8 pdata_len)
+{
+	struct sock *sk = &hs->sk;
+
+	set_bit(HPS_F_QP_READY, &hs->flags);
+	if (hps_hello_check(hs, pdata, pdata_len)) {
+		pr_warn_ratelimited("bad hello from the passive side\n");
+		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+		return hps_fail(hs, EPROTO);
+	}
+	memcpy(&hs->local, &id->route.addr.src_addr, sizeof(hs->local));
+	set_bit(HPS_F_WAS_CONN, &hs->flags);
+	spin_lock_bh(&hs->lock);
+	set_bit(HPS_F_CONN_UP, &hs->flags);
+	set_bit(HPS_F_PEER_READY, &hs->flags);
+	/* iWARP: the passive side may only send after our first message. */
+	hps_tx_ctrl(hs, HPS_MSG_CREDIT, true);
+	hps_tx_push(hs);
+	spin_unlock_bh(&hs->lock);
+	hps_set_state(sk, TCP_ESTABLISHED);
+	sk->sk_write_space(sk);
+	hps_stat_inc(HPS_STAT_CONN_ACTIVE);
+	return NULL;
+}
+
+/* The errno (negative) a failed connection attempt reports. */
+static int hps_cm_errno(int event, int status)
+{
+	switch (event) {
+	case RDMA_CM_EVENT_REJECTED:
+		return status == -ETIMEDOUT ? -ETIMEDOUT : -ECONNREFUSED;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		if (status == -ECONNREFUSED || status == -ECONNRESET ||
+		    status == -ENETUNREACH || status == -EHOSTUNREACH)
+			return status;
+		return -ETIMEDOUT;
+	default:
+		return -ECONNRESET;
+	}
+}
+
+/**
+ * hps_cm_process() - handle one rdma_cm event in the connection thread
+ * @id: the event's cm_id
+ * @event: enum rdma_cm_event_type
+ * @status: the event's status
+ * @pdata: copy of the private data
+ * @pdata_len: its length
+ * @sk: the socket (listener for CONNECT_REQUEST); the caller holds a ref
+ *
+ * Context: connection thread.
+ */
+void hps_cm_process(struct rdma_cm_id *id, int event, int status,
+		    const void *pdata, u8 pdata_len, struct sock *sk)
+{
+	struct hps_sock *hs = hps_sk(sk);
+	struct rdma_cm_id *destroy = NULL;
+	int err;
+
+	if (event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		hps_cm_conn_req(sk, id, pdata, pdata_len);
+		return;
+	}
+
+	lock_sock(sk);
+	if (hs->cm_id != id || test_bit(HPS_F_TEARDOWN, &hs->flags))
+		goto out;	/* stale: the id is gone or going */
+
+	switch (event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		err = rdma_resolve_route(id, HPS_RESOLVE_MS);
+		if (err)
+			destroy = hps_fail(hs, EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		err = hps_wr_setup(hs, id);
+		if (err) {
+			destroy = hps_fail(hs, err == -ENODEV ? ENETUNREACH :
+					   err == -ENOBUFS || err == -ENOMEM ?
+					   ENOBUFS : ECONNREFUSED);
+			break;
+		}
+		set_bit(HPS_F_CONNECTING, &hs->flags);
+		sock_hold(sk);	/* put by hps_cm_connect_work() */
+		queue_work(system_unbound_wq, &hs->connect_work);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (test_bit(HPS_F_ACTIVE, &hs->flags)) {
+			destroy = hps_cm_active_up(hs, id, pdata, pdata_len);
+		} else {
+			set_bit(HPS_F_WAS_CONN, &hs->flags);
+			hps_set_state(sk, TCP_ESTABLISHED);
+			if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
+				hps_connd_kick(hs, HPS_W_STATE);
+			hps_child_established(hs);
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		destroy = hps_fail(hs, -hps_cm_errno(event, status));
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		err = 0;
+		if (!test_bit(HPS_F_FIN_RCVD, &hs->flags) &&
+		    !test_bit(HPS_F_ABORTED, &hs->flags) &&
+		    !sock_flag(sk, SOCK_DEAD))
+			err = ECONNRESET;
+		destroy = hps_fail(hs, err);
+		break;
+	default:
+		pr_debug("unexpected rdma_cm event %s (%d)\n",
+			 rdma_event_msg(event), event);
+		break;
+	}
+out:
+	release_sock(sk);
+	hps_cm_destroy_id(sk, destroy);
+}

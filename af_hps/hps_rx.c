@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * Receive path. Receive completions (softirq) validate the header, take
+ * the returned credits and queue DATA buffers on hs->rx_ready; the reader
+ * copies from them and reposts each buffer once it is empty, which gives
+ * the credit back (returned on the next message, or by an explicit credit
+ * update). Control messages are reposted at once.
+ *
+ * Only the reader, under the socket lock, removes buffers from rx_ready;
+ * the softirq only appends. So the reader may copy from the first buffer
+ * without holding hs->lock.
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/sched/signal.h>
+#include <linux/uio.h>
+#include <net/tcp_states.h>
+
+#include "hps.h"
+
+/* Give a receive buffer back to the QP. Context: hs->lock held. */
+static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
+{
+	lockdep_assert_held(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
+		return;
+	if (hps_wr_post_recv(hs, b)) {
+		hps_conn_error(hs, ECONNRESET);
+		return;
+	}
+	hs->rx_pending++;
+	if (data)
+		hs->rx_pending_data++;
+}
+
+static void hps_rx_violation(struct hps_sock *hs, const char *what)
+{
+	pr_warn_ratelimited("protocol violation from peer: %s\n", what);
+	hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+	hps_conn_error(hs, EPROTO);
+}
+
+/**
+ * hps_recv_done() - completion of a receive
+ * @cq: the device CQ
+ * @wc: the work completion
+ *
+ * Context: softirq.
+ */
+void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_buf *b = container_of(wc->wr_cqe, struct hps_buf, cqe);
+	struct hps_sock *hs = wc->qp->qp_context;
+	struct sock *sk = &hs->sk;
+	const struct hps_hdr *hdr = b->buf;
+	bool data = false, fin = false;
+	u32 len, credits;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_warn_ratelimited("receive failed: %s (%d)\n",
+					    ib_wc_status_msg(wc->status),
+					    wc->status);
+		if (test_bit(HPS_F_CONN_UP, &hs->flags) &&
+		    !test_bit(HPS_F_FIN_RCVD, &hs->flags))
+			hps_conn_error(hs, ECONNRESET);
+		return;
+	}
+
+	ib_dma_sync_single_for_cpu(hs->dev->ibdev, b->dma, hs->buf_size,
+				   DMA_FROM_DEVICE);
+	if (wc->byte_len < HPS_HDR_LEN || hdr->version != HPS_PROTO_VERSION) {
+		hps_rx_violation(hs, "bad header");
+		return;
+	}
+	len = be32_to_cpu(hdr->len);
+	credits = be16_to_cpu(hdr->credits);
+	if (len != wc->byte_len - HPS_HDR_LEN ||
+	    len > hs->buf_size - HPS_HDR_LEN) {
+		hps_rx_violation(hs, "bad length");
+		return;
+	}
+
+	spin_lock(&hs->lock);
+	if (credits > hs->peer_credits_max - hs->tx_credits) {
+		spin_unlock(&hs->lock);
+		hps_rx_violation(hs, "credit overflow");
+		return;
+	}
+	hs->tx_credits += credits;
+	set_bit(HPS_F_PEER_READY, &hs->flags);
+
+	switch (hdr->type) {
+	case HPS_MSG_DATA:
+		if (!len || test_bit(HPS_F_FIN_RCVD, &hs->flags))
+			goto violation;
+		if (sock_flag(sk, SOCK_DEAD)) {
+			/* Data for a closed socket: reset, as TCP does. */
+			spin_unlock(&hs->lock);
+			hps_conn_error(hs, ECONNRESET);
+			return;
+		}
+		b->len = len;
+		b->off = 0;
+		list_add_tail(&b->list, &hs->rx_ready);
+		hs->rx_queued += len;
+		hs->rx_nready++;
+		hs->rx_bytes += len;
+		data = true;
+		break;
+	case HPS_MSG_CREDIT:
+		if (len)
+			goto violation;
+		hps_rx_repost(hs, b, false);
+		break;
+	case HPS_MSG_FIN:
+		if (len || test_bit(HPS_F_FIN_RCVD, &hs->flags))
+			goto violation;
+		set_bit(HPS_F_FIN_RCVD, &hs->flags);
+		hps_rx_repost(hs, b, false);
+		fin = true;
+		break;
+	case HPS_MSG_ABORT:
+		spin_unlock(&hs->lock);
+		hps_stat_inc(HPS_STAT_ABORTS);
+		hps_conn_error(hs, ECONNRESET);
+		return;
+	default:
+		goto violation;
+	}
+	hps_tx_push(hs);
+	spin_unlock(&hs->lock);
+
+	if (data)
+		sk->sk_data_ready(sk);
+	if (fin) {
+		hps_connd_kick(hs, HPS_W_STATE);
+		sk->sk_state_change(sk);
+	}
+	if (credits)
+		sk->sk_write_space(sk);
+	return;
+
+violation:
+	spin_unlock(&hs->lock);
+	hps_rx_violation(hs, "bad message");
+}
+
+/* Bytes ready to read. Context: any. */
+static u32 hps_rx_queued(struct hps_sock *hs)
+{
+	return READ_ONCE(hs->rx_queued);
+}
+
+/* Copy up to @len bytes to @msg; skip @skip bytes first when peeking. */
+static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
+		       bool peek, size_t skip)
+{
+	struct hps_buf *b;
+	size_t done = 0;
+
+	spin_lock_bh(&hs->lock);
+	b = list_first_entry_or_null(&hs->rx_ready, struct hps_buf, list);
+	spin_unlock_bh(&hs->lock);
+
+	while (b && done < len) {
+		u32 avail = b->len - b->off, start = b->off;
+		size_t chunk, n;
+
+		if (peek && skip >= avail) {
+			skip -= avail;
+			goto next;
+		}
+		if (peek) {
+			start += skip;
+			avail -= skip;
+			skip = 0;
+		}
+		chunk = min_t(size_t, avail, len - done);
+		n = copy_to_iter(b->buf + HPS_HDR_LEN + start, chunk,
+				 &msg->msg_iter);
+		done += n;
+		if (!peek && n) {
+			spin_lock_bh(&hs->lock);
+			b->off += n;
+			hs->rx_queued -= n;
+			if (b->off == b->len) {
+				list_del_init(&b->list);
+				hs->rx_nready--;
+				hps_rx_repost(hs, b, true);
+				hps_tx_push(hs);
+			}
+			spin_unlock_bh(&hs->lock);
+		}
+		if (n != chunk)
+			return done ? done : -EFAULT;
+		if (!peek) {
+			spin_lock_bh(&hs->lock);
+			b = list_first_entry_or_null(&hs->rx_ready,
+						     struct hps_buf, list);
+			spin_unlock_bh(&hs->lock);
+			continue;
+		}
+next:
+		spin_lock_bh(&hs->lock);
+		b = list_is_last(&b->list, &hs->rx_ready) ? NULL :
+		    list_next_entry(b, list);
+		spin_unlock_bh(&hs->lock);
+	}
+	return done;
+}
+
+static bool hps_rx_eof(struct hps_sock *hs)
+{
+	return hs->sk.sk_shutdown & RCV_SHUTDOWN ||
+	       test_bit(HPS_F_FIN_RCVD, &hs->flags);
+}
+
+/**
+ * hps_recvmsg() - proto_ops.recvmsg
+ * @sock: the socket
+ * @msg: destination
+ * @len: bytes wanted
+ * @flags: MSG_DONTWAIT, MSG_PEEK, MSG_WAITALL, MSG_TRUNC is ignored
+ *
+ * Context: process; takes the socket lock.
+ * Return: bytes copied, 0 at end of stream, or -errno.
+ */
+int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
+		int flags)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	bool peek = flags & MSG_PEEK;
+	size_t copied = 0;
+	int target, err = 0;
+	long timeo;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP;
+
+	lock_sock(sk);
+	if (sk->sk_state == TCP_LISTEN) {
+		err = -ENOTCONN;
+		goto out;
+	}
+	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (copied < len) {
+		int n = hps_rx_copy(hs, msg, len - copied, peek, copied);
+
+		if (n < 0) {
+			err = n;
+			break;
+		}
+		copied += n;
+		if (copied >= target || (copied && n == 0 && peek))
+			break;
+		if (n)
+			continue;
+		if (sk->sk_err) {
+			err = copied ? 0 : sock_error(sk);
+			break;
+		}
+		if (hps_rx_eof(hs))
+			break;
+		if (sk->sk_state == TCP_CLOSE) {
+			if (!test_bit(HPS_F_WAS_CONN, &hs->flags))
+				err = -ENOTCONN;
+			break;
+		}
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		sk_wait_event(sk, &timeo,
+			      hps_rx_queued(hs) || sk->sk_err ||
+			      hps_rx_eof(hs) || sk->sk_state == TCP_CLOSE,
+			      &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+out:
+	release_sock(sk);
+	return copied ? copied : err;
+}

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * Per network namespace sysctls under net.hps (Documentation/sysctl.rst).
+ * Values are read with READ_ONCE() when a connection is set up; a change
+ * affects new connections only.
+ */
+
+#include <linux/sysctl.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "hps.h"
+
+static unsigned int hps_net_id __read_mostly;
+
+static unsigned int hps_credits_min = HPS_CREDITS_MIN;
+static unsigned int hps_credits_max = HPS_CREDITS_MAX;
+static unsigned int hps_buf_min = HPS_BUF_MIN;
+static unsigned int hps_buf_max = HPS_BUF_MAX;
+static unsigned int hps_pct_min = 1;
+static unsigned int hps_pct_max = 100;
+static unsigned int hps_inline_max = HPS_INLINE_MAX;
+static int hps_mem_min = 4096;
+static int hps_mem_max = 64 << 20;
+
+static const struct ctl_table hps_sysctl_template[] = {
+	{
+		.procname	= "credits",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= &hps_credits_min,
+		.extra2		= &hps_credits_max,
+	},
+	{
+		.procname	= "buf_size",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= &hps_buf_min,
+		.extra2		= &hps_buf_max,
+	},
+	{
+		.procname	= "ack_thresh",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= &hps_pct_min,
+		.extra2		= &hps_pct_max,
+	},
+	{
+		.procname	= "inline_max",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &hps_inline_max,
+	},
+	{
+		.procname	= "rmem_default",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &hps_mem_min,
+		.extra2		= &hps_mem_max,
+	},
+	{
+		.procname	= "wmem_default",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &hps_mem_min,
+		.extra2		= &hps_mem_max,
+	},
+	{ }	/* sentinel */
+};
+
+/**
+ * hps_net() - the AF_HPS state of a network namespace
+ * @net: the namespace
+ *
+ * Return: its struct hps_net.
+ */
+struct hps_net *hps_net(const struct net *net)
+{
+	return net_generic(net, hps_net_id);
+}
+
+static int __net_init hps_net_init(struct net *net)
+{
+	struct hps_net *hn = hps_net(net);
+	struct ctl_table *table;
+
+	/* Defaults before the table is published. */
+	hn->credits = 16;
+	hn->buf_size = 65536;
+	hn->ack_thresh = 50;
+	hn->inline_max = 128;
+	hn->rmem_default = 1 << 20;
+	hn->wmem_default = 1 << 20;
+
+	table = kmemdup(hps_sysctl_template, sizeof(hps_sysctl_template),
+			GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	table[0].data = &hn->credits;
+	table[1].data = &hn->buf_size;
+	table[2].data = &hn->ack_thresh;
+	table[3].data = &hn->inline_max;
+	table[4].data = &hn->rmem_default;
+	table[5].data = &hn->wmem_default;
+
+	hn->hdr = register_net_sysctl(net, "net/hps", table);
+	if (!hn->hdr) {
+		kfree(table);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void __net_exit hps_net_exit(struct net *net)
+{
+	struct hps_net *hn = hps_net(net);
+	struct ctl_table *table = hn->hdr->ctl_table_arg;
+
+	unregister_net_sysctl_table(hn->hdr);
+	kfree(table);
+}
+
+static struct pernet_operations hps_net_ops = {
+	.init	= hps_net_init,
+	.exit	= hps_net_exit,
+	.id	= &hps_net_id,
+	.size	= sizeof(struct hps_net),
+};
+
+/**
+ * hps_sysctl_register() - register the per-namespace state and sysctls
+ *
+ * Return: 0 or -errno.
+ */
+int hps_sysctl_register(void)
+{
+	return register_pernet_subsys(&hps_net_ops);
+}
+
+/**
+ * hps_sysctl_unregister() - undo hps_sysctl_register()
+ */
+void hps_sysctl_unregister(void)
+{
+	unregister_pernet_subsys(&hps_net_ops);
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * Transmit path and credit-based flow control.
+ *
+ * Send buffers form a ring indexed by free-running counters (all protected
+ * by hs->lock):
+ *
+ *   tx_done <= tx_posted <= tx_fill, tx_fill - tx_done <= ntx
+ *
+ * [tx_done, tx_posted) are posted and wait for their completion,
+ * [tx_posted, tx_fill) are full and wait for a credit, and slot tx_fill,
+ * if the ring is not full, is the open slot the writer appends to. Small
+ * writes are combined in the open slot while earlier messages are in
+ * flight (Nagle-like), unless HPS_NODELAY; HPS_CORK holds it until it is
+ * full or the cork is removed.
+ *
+ * Credits: tx_credits counts receive buffers the peer has posted for us.
+ * DATA and FIN need two, so that one credit is always left for a CREDIT
+ * or ABORT message; a CREDIT message is only sent when it returns credits
+ * (or as the active side's first message), so crossing updates can never
+ * leave both ends without credits. Every message returns all credits
+ * pending at the sender.
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/sched/signal.h>
+#include <linux/uio.h>
+#include <net/tcp_states.h>
+
+#include "hps.h"
+
+static bool hps_can_post(struct hps_sock *hs, u32 need)
+{
+	return test_bit(HPS_F_CONN_UP, &hs->flags) &&
+	       test_bit(HPS_F_PEER_READY, &hs->flags) &&
+	       hs->tx_credits >= need;
+}
+
+static bool hps_ctrl_free(struct hps_sock *hs)
+{
+	return hs->ctrl_head - hs->ctrl_done < HPS_NCTRL;
+}
+
+/**
+ * hps_tx_ctrl() - post a control message
+ * @hs: the connection
+ * @type: HPS_MSG_CREDIT, HPS_MSG_FIN or HPS_MSG_ABORT
+ * @force: send a CREDIT message even with no credits to return
+ *
+ * Context: hs->lock held.
+ * Return: true if the message was posted.
+ */
+bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
+{
+	struct hps_buf *b;
+
+	lockdep_assert_held(&hs->lock);
+	if (!hps_can_post(hs, type == HPS_MSG_FIN ? 2 : 1) ||
+	    !hps_ctrl_free(hs))
+		return false;
+	if (type == HPS_MSG_CREDIT && !hs->rx_pending && !force)
+		return false;
+	b = &hs->ctrl[hs->ctrl_head % HPS_NCTRL];
+	b->len = 0;
+	if (hps_wr_post_send(hs, b, type, 0)) {
+		hps_conn_error(hs, ECONNRESET);
+		return false;
+	}
+	hs->ctrl_head++;
+	if (type == HPS_MSG_CREDIT)
+		hps_stat_inc(HPS_STAT_CREDIT_MSGS);
+	return true;
+}
+
+/* Explicit credit update: see the comment at the top of the file. */
+static void hps_tx_credit_update(struct hps_sock *hs)
+{
+	u32 need;
+
+	if (!hs->rx_pending)
+		return;
+	need = hs->rx_pending_data ? hs->ack_thresh : max(hs->ack_thresh, 2U);
+	if (hs->rx_pending >= need)
+		hps_tx_ctrl(hs, HPS_MSG_CREDIT, false);
+}
+
+static u32 hps_tx_open_len(struct hps_sock *hs)
+{
+	if (hs->tx_fill - hs->tx_done >= hs->ntx)
+		return 0;
+	return hs->tx[hs->tx_fill % hs->ntx].len;
+}
+
+static void __hps_tx_push(struct hps_sock *hs, bool hold)
+{
+	struct hps_buf *b;
+	u32 len;
+
+	lockdep_assert_held(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
+		return;
+
+	/* Full buffers first, in order. */
+	while (hs->tx_posted != hs->tx_fill && hps_can_post(hs, 2)) {
+		b = &hs->tx[hs->tx_posted % hs->ntx];
+		if (hps_wr_post_send(hs, b, HPS_MSG_DATA, b->len)) {
+			hps_conn_error(hs, ECONNRESET);
+			return;
+		}
+		hs->tx_posted++;
+	}
+
+	/* Then the open buffer, if the Nagle/cork rules let it go. */
+	len = hps_tx_open_len(hs);
+	if (len && !hs->tx_filling && hs->tx_posted == hs->tx_fill &&
+	    hps_can_post(hs, 2)) {
+		bool push = len >= hs->msg_max ||
+			    test_bit(HPS_F_FIN_PENDING, &hs->flags);
+
+		if (!push && !hold && !test_bit(HPS_F_CORK, &hs->flags))
+			push = test_bit(HPS_F_NODELAY, &hs->flags) ||
+			       hs->tx_done == hs->tx_posted;
+		if (push) {
+			b = &hs->tx[hs->tx_fill % hs->ntx];
+			if (hps_wr_post_send(hs, b, HPS_MSG_DATA, len)) {
+				hps_conn_error(hs, ECONNRESET);
+				return;
+			}
+			hs->tx_fill++;
+			hs->tx_posted++;
+		}
+	}
+
+	/* FIN after the last byte. */
+	if (test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
+	    !test_bit(HPS_F_FIN_SENT, &hs->flags) &&
+	    hs->tx_posted == hs->tx_fill && !hps_tx_open_len(hs) &&
+	    !hs->tx_filling) {
+		if (hps_tx_ctrl(hs, HPS_MSG_FIN, false))
+			set_bit(HPS_F_FIN_SENT, &hs->flags);
+	}
+
+	hps_tx_credit_update(hs);
+}
+
+/**
+ * hps_tx_push() - post what the credits, Nagle and cork rules allow
+ * @hs: the connection
+ *
+ * Posts queued data, the FIN once all data is posted, and a credit update
+ * when enough credits are pending.
+ *
+ * Context: hs->lock held (process or softirq).
+ */
+void hps_tx_push(struct hps_sock *hs)
+{
+	__hps_tx_push(hs, false);
+}
+
+/**
+ * hps_tx_writable() - is there room for the writer?
+ * @hs: the connection
+ *
+ * Context: any; takes hs->lock.
+ * Return: true if a send buffer is open for new data.
+ */
+bool hps_tx_writable(struct hps_sock *hs)
+{
+	bool ret;
+
+	spin_lock_bh(&hs->lock);
+	ret = hs->ntx && hs->tx_fill - hs->tx_done < hs->ntx;
+	spin_unlock_bh(&hs->lock);
+	return ret;
+}
+
+static void hps_tx_error(struct hps_sock *hs, struct ib_wc *wc)
+{
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_warn_ratelimited("send failed: %s (%d)\n",
+				    ib_wc_status_msg(wc->status), wc->status);
+	/* Flushes after our own teardown or the peer's close are expected. */
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    (wc->status == IB_WC_WR_FLUSH_ERR &&
+	     test_bit(HPS_F_FIN_RCVD, &hs->flags)))
+		return;
+	hps_conn_error(hs, ECONNRESET);
+}
+
+/**
+ * hps_send_done() - completion of a DATA message
+ * @cq: the device CQ
+ * @wc: the work completion
+ *
+ * Frees the send buffer and wakes writers; posts what waited for it.
+ *
+ * Context: softirq.
+ */
+void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_buf *b = container_of(wc->wr_cqe, struct hps_buf, cqe);
+	struct hps_sock *hs = wc->qp->qp_context;
+	struct sock *sk = &hs->sk;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		hps_tx_error(hs, wc);
+		return;
+	}
+	spin_lock(&hs->lock);
+	hs->tx_queued -= b->len;
+	b->len = 0;
+	hs->tx_done++;
+	hps_tx_push(hs);
+	spin_unlock(&hs->lock);
+	sk->sk_write_space(sk);
+}
+
+/**
+ * hps_ctrl_done() - completion of a control message
+ * @cq: the device CQ
+ * @wc: the work completion
+ *
+ * Context: softirq.
+ */
+void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_buf *b = container_of(wc->wr_cqe, struct hps_buf, cqe);
+	struct hps_sock *hs = wc->qp->qp_context;
+	struct sock *sk = &hs->sk;
+	bool fin = false;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		hps_tx_error(hs, wc);
+		return;
+	}
+	spin_lock(&hs->lock);
+	hs->ctrl_done++;
+	if (b->type == HPS_MSG_FIN) {
+		set_bit(HPS_F_FIN_DONE, &hs->flags);
+		fin = true;
+	}
+	hps_tx_push(hs);
+	spin_unlock(&hs->lock);
+	if (fin) {
+		/* Paired with smp_mb() after sock_orphan() in hps_release(). */
+		smp_mb__after_atomic();
+		hps_connd_kick(hs, HPS_W_STATE);
+		sk->sk_state_change(sk);
+	}
+}
+
+/*
+ * Wait until the writer may append, or for an error. Socket lock held.
+ * Once some data was queued (@copied), a pending error is left for the
+ * next call, as TCP does.
+ */
+static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct hps_sock *hs = hps_sk(sk);
+	int err = 0;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		int state = sk->sk_state;
+
+		if (sk->sk_err) {
+			err = copied ? -EPIPE : sock_error(sk);
+			break;
+		}
+		if (sk->sk_shutdown & SEND_SHUTDOWN ||
+		    test_bit(HPS_F_ABORTED, &hs->flags)) {
+			err = -EPIPE;
+			break;
+		}
+		if (state != TCP_SYN_SENT && state != TCP_SYN_RECV &&
+		    state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) {
+			err = test_bit(HPS_F_WAS_CONN, &hs->flags) ?
+			      -EPIPE : -ENOTCONN;
+			break;
+		}
+		if (state != TCP_SYN_SENT && state != TCP_SYN_RECV &&
+		    hps_tx_writable(hs))
+			break;
+		if (!*timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(*timeo);
+			break;
+		}
+		if (sk->sk_socket)
+			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		sk_wait_event(sk, timeo,
+			      sk->sk_err || sk->sk_shutdown & SEND_SHUTDOWN ||
+			      sk->sk_state != state ||
+			      (state == TCP_ESTABLISHED &&
+			       hps_tx_writable(hs)) ||
+			      test_bit(HPS_F_ABORTED, &hs->flags), &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+/**
+ * hps_sendmsg() - proto_ops.sendmsg
+ * @sock: the socket
+ * @msg: data and flags
+ * @len: bytes to send
+ *
+ * Copies the data into send buffers and posts them as credits allow.
+ * Blocks (unless non-blocking) while every send buffer is in use.
+ *
+ * Context: process; takes the socket lock.
+ * Return: bytes queued or -errno.
+ */
+int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+	int flags = msg->msg_flags;
+	size_t copied = 0;
+	long timeo;
+	int err = 0;
+
+	if (flags & MSG_OOB)
+		return -EOPNOTSUPP;
+
+	lock_sock(sk);
+	timeo = sock_sndtimeo(sk, flags & MSG_DONTWAIT);
+	while (copied < len) {
+		struct hps_buf *b;
+		size_t n, chunk;
+		u32 off;
+
+		err = hps_tx_wait(sk, &timeo, copied);
+		if (err)
+			break;
+
+		spin_lock_bh(&hs->lock);
+		b = &hs->tx[hs->tx_fill % hs->ntx];
+		off = b->len;
+		chunk = min_t(size_t, hs->msg_max - off, len - copied);
+		hs->tx_filling = true;	/* softirq leaves the open slot alone */
+		spin_unlock_bh(&hs->lock);
+
+		n = copy_from_iter(b->buf + HPS_HDR_LEN + off, chunk,
+				   &msg->msg_iter);
+
+		spin_lock_bh(&hs->lock);
+		hs->tx_filling = false;
+		b->len += n;
+		hs->tx_queued += n;
+		hs->tx_bytes += n;
+		if (b->len >= hs->msg_max)
+			hs->tx_fill++;
+		__hps_tx_push(hs, flags & MSG_MORE);
+		spin_unlock_bh(&hs->lock);
+
+		copied += n;
+		if (n != chunk) {
+			err = -EFAULT;
+			break;
+		}
+	}
+	release_sock(sk);
+
+	if (copied)
+		return copied;
+	if (err == -EPIPE && !(flags & MSG_NOSIGNAL))
+		send_sig(SIGPIPE, current, 0);
+	return err;
+}

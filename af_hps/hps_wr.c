@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * Work requests: the QP of a connection, its DMA-mapped bounce buffers,
+ * posting of receives and sends, the hello exchanged in the CM private data
+ * and the drain on teardown.
+ *
+ * Every connection has @nrx receive buffers (its window: one credit each),
+ * @ntx send buffers and HPS_NCTRL header-only control buffers. The QP's
+ * queues have one more slot each for ib_drain_qp(), and the CQ reservation
+ * counts them too.
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/slab.h>
+
+#include "hps.h"
+
+#define HPS_CTRL_BUF	64	/* control buffers: header only, padded */
+
+static void hps_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct hps_sock *hs = ctx;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+	case IB_EVENT_SQ_DRAINED:
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		break;
+	default:
+		pr_warn_ratelimited("QP event %s (%d)\n",
+				    ib_event_msg(ev->event), ev->event);
+		hps_conn_error(hs, ECONNRESET);
+		break;
+	}
+}
+
+static void hps_buf_unmap(struct ib_device *ibdev, struct hps_buf *b,
+			  size_t size, enum dma_data_direction dir)
+{
+	if (b->dma) {
+		ib_dma_unmap_single(ibdev, b->dma, size, dir);
+		b->dma = 0;
+	}
+}
+
+static void hps_bufs_unmap(struct hps_sock *hs)
+{
+	struct ib_device *ibdev = hs->dev->ibdev;
+	u32 i;
+
+	for (i = 0; hs->rx && i < hs->nrx; i++)
+		hps_buf_unmap(ibdev, &hs->rx[i], hs->buf_size,
+			      DMA_FROM_DEVICE);
+	for (i = 0; hs->tx && i < hs->ntx; i++)
+		hps_buf_unmap(ibdev, &hs->tx[i], hs->buf_size, DMA_TO_DEVICE);
+	for (i = 0; hs->ctrl && i < HPS_NCTRL; i++)
+		hps_buf_unmap(ibdev, &hs->ctrl[i], HPS_CTRL_BUF,
+			      DMA_TO_DEVICE);
+}
+
+static void hps_bufs_free(struct hps_buf *bufs, u32 n)
+{
+	u32 i;
+
+	if (!bufs)
+		return;
+	for (i = 0; i < n; i++)
+		kfree(bufs[i].buf);
+	kfree(bufs);
+}
+
+/**
+ * hps_wr_free_bufs() - free the buffers of a connection
+ * @hs: the connection; its buffers must be unmapped
+ *
+ * Context: socket destruction (no other user left).
+ */
+void hps_wr_free_bufs(struct hps_sock *hs)
+{
+	hps_bufs_free(hs->rx, hs->nrx);
+	hps_bufs_free(hs->tx, hs->ntx);
+	hps_bufs_free(hs->ctrl, HPS_NCTRL);
+	hs->rx = NULL;
+	hs->tx = NULL;
+	hs->ctrl = NULL;
+}
+
+static struct hps_buf *hps_bufs_alloc(struct ib_device *ibdev, u32 n,
+				      size_t size,
+				      enum dma_data_direction dir,
+				      void (*done)(struct ib_cq *cq,
+						   struct ib_wc *wc))
+{
+	struct hps_buf *bufs;
+	u32 i;
+
+	bufs = kcalloc(n, sizeof(*bufs), GFP_KERNEL);
+	if (!bufs)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		struct hps_buf *b = &bufs[i];
+
+		INIT_LIST_HEAD(&b->list);
+		b->cqe.done = done;
+		b->buf = kzalloc(size, GFP_KERNEL | __GFP_NOWARN);
+		if (!b->buf)
+			goto out_free;
+		b->dma = ib_dma_map_single(ibdev, b->buf, size, dir);
+		if (ib_dma_mapping_error(ibdev, b->dma)) {
+			b->dma = 0;
+			goto out_free;
+		}
+	}
+	return bufs;
+
+out_free:
+	for (i = 0; i < n; i++)
+		hps_buf_unmap(ibdev, &bufs[i], size, dir);
+	hps_bufs_free(bufs, n);
+	return NULL;
+}
+
+static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
+{
+	struct ib_qp_init_attr attr = {
+		.event_handler	= hps_qp_event,
+		.qp_context	= hs,
+		.send_cq	= hs->dev->cq,
+		.recv_cq	= hs->dev->cq,
+		.cap = {
+			.max_send_wr	 = hs->ntx + HPS_NCTRL + 1,
+			.max_recv_wr	 = hs->nrx + 1,
+			.max_send_sge	 = 1,
+			.max_recv_sge	 = 1,
+			.max_inline_data = hs->inline_max,
+		},
+		.sq_sig_type	= IB_SIGNAL_REQ_WR,
+		.qp_type	= IB_QPT_RC,
+	};
+	int err;
+
+	err = rdma_create_qp(id, hs->dev->pd, &attr);
+	if (err && hs->inline_max) {
+		/* The device cannot inline that much: do without. */
+		attr.cap.max_inline_data = 0;
+		err = rdma_create_qp(id, hs->dev->pd, &attr);
+	}
+	if (err)
+		return err;
+	hs->inline_max = min(hs->inline_max, attr.cap.max_inline_data);
+	hs->qp = id->qp;
+	return 0;
+}
+
+/**
+ * hps_wr_setup() - create the QP and buffers of a connection, post receives
+ * @hs: the connection; hs->nrx, ntx, buf_size and inline_max are set
+ * @id: its cm_id, with a resolved route (bound to a device)
+ *
+ * Context: connection thread, socket lock held. On error the caller tears
+ * down what was set up with hps_wr_teardown().
+ * Return: 0 or -errno.
+ */
+int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
+{
+	struct ib_device *ibdev = id->device;
+	struct hps_dev *dev;
+	u32 i;
+	int err;
+
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	if (!ibdev)
+		return -ENODEV;
+	dev = hps_dev_get(ibdev);
+	if (!dev)
+		return -ENODEV;
+	err = hps_dev_reserve(dev, hs,
+			      hs->ntx + HPS_NCTRL + 1 + hs->nrx + 1);
+	if (err) {
+		hps_dev_put(dev);
+		return err;
+	}
+
+	hs->rx = hps_bufs_alloc(ibdev, hs->nrx, hs->buf_size,
+				DMA_FROM_DEVICE, hps_recv_done);
+	hs->tx = hps_bufs_alloc(ibdev, hs->ntx, hs->buf_size,
+				DMA_TO_DEVICE, hps_send_done);
+	hs->ctrl = hps_bufs_alloc(ibdev, HPS_NCTRL, HPS_CTRL_BUF,
+				  DMA_TO_DEVICE, hps_ctrl_done);
+	if (!hs->rx || !hs->tx || !hs->ctrl)
+		return -ENOMEM;
+
+	err = hps_qp_create(hs, id);
+	if (err)
+		return err;
+
+	/* Nothing else posts yet: HPS_F_CONN_UP is still clear. */
+	spin_lock_bh(&hs->lock);
+	for (i = 0; i < hs->nrx && !err; i++)
+		err = hps_wr_post_recv(hs, &hs->rx[i]);
+	spin_unlock_bh(&hs->lock);
+	return err;
+}
+
+/**
+ * hps_wr_teardown() - drain and destroy the QP, unmap the buffers
+ * @hs: the connection
+ *
+ * The buffers stay allocated (received data can still be read) until the
+ * socket is destroyed. Safe on a partially set up connection.
+ *
+ * Context: connection thread, socket lock held.
+ */
+void hps_wr_teardown(struct hps_sock *hs)
+{
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+
+	spin_lock_bh(&hs->lock);
+	clear_bit(HPS_F_CONN_UP, &hs->flags);	/* no more posting */
+	spin_unlock_bh(&hs->lock);
+
+	if (hs->qp && test_bit(HPS_F_QP_READY, &hs->flags))
+		ib_drain_qp(hs->qp);
+	if (hs->dev)
+		hps_bufs_unmap(hs);
+	if (hs->qp) {
+		rdma_destroy_qp(hs->cm_id);
+		hs->qp = NULL;
+	}
+	hps_dev_unreserve(hs);
+}
+
+/**
+ * hps_wr_post_recv() - post one receive buffer
+ * @hs: the connection
+ * @b: one of its receive buffers
+ *
+ * Context: hs->lock held.
+ * Return: 0 or -errno from the driver.
+ */
+int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b)
+{
+	struct ib_sge sge = {
+		.addr	= b->dma,
+		.length	= hs->buf_size,
+		.lkey	= hs->dev->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe		= &b->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+	};
+
+	lockdep_assert_held(&hs->lock);
+	b->len = 0;
+	b->off = 0;
+	ib_dma_sync_single_for_device(hs->dev->ibdev, b->dma, hs->buf_size,
+				      DMA_FROM_DEVICE);
+	return ib_post_recv(hs->qp, &wr, NULL);
+}
+
+/**
+ * hps_wr_post_send() - post one message, consuming a credit
+ * @hs: the connection; HPS_F_CONN_UP set, a credit available
+ * @b: a send or control buffer with @len payload bytes after the header
+ * @type: enum hps_msg_type
+ * @len: payload bytes
+ *
+ * Fills in the header, returning every pending credit to the peer.
+ *
+ * Context: hs->lock held.
+ * Return: 0 or -errno from the driver.
+ */
+int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
+		     u32 len)
+{
+	struct hps_hdr *hdr = b->buf;
+	u32 credits = min_t(u32, hs->rx_pending, U16_MAX);
+	struct ib_sge sge = {
+		.addr	= b->dma,
+		.length	= HPS_HDR_LEN + len,
+		.lkey	= hs->dev->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe		= &b->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+		.opcode		= IB_WR_SEND,
+		.send_flags	= IB_SEND_SIGNALED,
+	};
+	int err;
+
+	lockdep_assert_held(&hs->lock);
+	hdr->version = HPS_PROTO_VERSION;
+	hdr->type = type;
+	hdr->credits = cpu_to_be16(credits);
+	hdr->len = cpu_to_be32(len);
+	b->type = type;
+	if (sge.length <= hs->inline_max)
+		wr.send_flags |= IB_SEND_INLINE;
+	else
+		ib_dma_sync_single_for_device(hs->dev->ibdev, b->dma,
+					      sge.length, DMA_TO_DEVICE);
+	err = ib_post_send(hs->qp, &wr, NULL);
+	if (err) {
+		pr_warn_ratelimited("post send failed: %d\n", err);
+		return err;
+	}
+	hs->tx_credits--;
+	hs->rx_pending -= credits;
+	if (!hs->rx_pending)
+		hs->rx_pending_data = 0;
+	return 0;
+}
+
+/**
+ * hps_hello_fill() - the hello this end sends in its CM private data
+ * @hs: the connection
+ * @h: filled in
+ */
+void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_be32(HPS_HELLO_MAGIC);
+	h->version = HPS_PROTO_VERSION;
+	h->credits = cpu_to_be32(hs->nrx);
+	h->buf_size = cpu_to_be32(hs->buf_size);
+}
+
+/**
+ * hps_hello_check() - validate the peer's hello and take its parameters
+ * @hs: the connection
+ * @pdata: the private data received
+ * @len: its length
+ *
+ * Return: 0, or -EPROTO if the hello is not acceptable.
+ */
+int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len)
+{
+	const struct hps_hello *h = pdata;
+	u32 credits, buf_size;
+
+	if (!pdata || len < sizeof(*h))
+		return -EPROTO;
+	if (be32_to_cpu(h->magic) != HPS_HELLO_MAGIC ||
+	    h->version != HPS_PROTO_VERSION || h->flags || h->reserved)
+		return -EPROTO;
+	credits = be32_to_cpu(h->credits);
+	buf_size = be32_to_cpu(h->buf_size);
+	if (credits < HPS_CREDITS_MIN || credits > HPS_CREDITS_MAX ||
+	    buf_size < HPS_BUF_MIN || buf_size > HPS_BUF_MAX)
+		return -EPROTO;
+
+	spin_lock_bh(&hs->lock);
+	hs->peer_credits_max = credits;
+	hs->tx_credits = credits;
+	hs->peer_buf_size = buf_size;
+	hs->msg_max = min(buf_size, hs->buf_size) - HPS_HDR_LEN;
+	spin_unlock_bh(&hs->lock);
+	return 0;
+}

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_HPS error paths: bad addresses, lengths and pointers, calls in the
+ * wrong state, socket option fuzzing. Every errno is the one TCP gives.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <netinet/tcp.h>
+#include <netinet/in.h>
+
+#include "kselftest_harness.h"
+#include "hps_util.h"
+
+static int hps_sock(struct __test_metadata *_metadata)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		return -1;
+	return fd;
+}
+
+#define NEED_HPS(fd) do {						\
+	if ((fd) < 0)							\
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");			\
+} while (0)
+
+TEST(create_errors)
+{
+	int fd = hps_sock(_metadata);
+
+	NEED_HPS(fd);
+	close(fd);
+	EXPECT_EQ(-1, socket(AF_HPS, SOCK_DGRAM, 0));
+	EXPECT_EQ(ESOCKTNOSUPPORT, errno);
+	EXPECT_EQ(-1, socket(AF_HPS, SOCK_STREAM, IPPROTO_UDP));
+	EXPECT_EQ(EPROTONOSUPPORT, errno);
+	fd = socket(AF_HPS, SOCK_STREAM, IPPROTO_TCP);
+	EXPECT_GE(fd, 0);
+	close(fd);
+}
+
+TEST(sockopt_generic)
+{
+	int fd = hps_sock(_metadata), v;
+	socklen_t len = sizeof(v);
+
+	NEED_HPS(fd);
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len));
+	EXPECT_EQ(SOCK_STREAM, v);
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len));
+	EXPECT_EQ(AF_HPS, v);
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len));
+	EXPECT_EQ(IPPROTO_TCP, v);
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len));
+	EXPECT_EQ(0, v);
+	v = 1;
+	EXPECT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof(v)));
+	close(fd);
+}
+
+TEST(bind_errors)
+{
+	int fd = hps_sock(_metadata), fd2;
+	struct sockaddr_in sin;
+	struct sockaddr_un { sa_family_t f; char p[20]; } un = { AF_UNIX, "x" };
+	void *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int port = hps_rand_port(), one = 1, v;
+	socklen_t len = sizeof(v);
+
+	NEED_HPS(fd);
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	EXPECT_EQ(-1, bind(fd, (struct sockaddr *)&sin, sizeof(sin) - 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, bind(fd, (struct sockaddr *)&un, sizeof(un)));
+	EXPECT_EQ(EAFNOSUPPORT, errno);
+	EXPECT_EQ(-1, bind(fd, bad, sizeof(sin)));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, bind(fd, NULL, sizeof(sin)));
+	EXPECT_TRUE(errno == EFAULT || errno == EINVAL);
+	hps_sin(&sin, "203.0.113.7", port);
+	EXPECT_EQ(-1, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EADDRNOTAVAIL, errno);
+
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(-1, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, listen(fd, 1));
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len));
+	EXPECT_EQ(1, v);
+	fd2 = socket(AF_HPS, SOCK_STREAM, 0);
+	EXPECT_EQ(-1, bind(fd2, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EADDRINUSE, errno);
+	close(fd2);
+	close(fd);
+
+	/* the port is free again after close; SO_REUSEADDR is accepted */
+	fd = socket(AF_HPS, SOCK_STREAM, 0);
+	EXPECT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	EXPECT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	close(fd);
+
+	/* ephemeral port */
+	fd = socket(AF_HPS, SOCK_STREAM, 0);
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), 0);
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	len = sizeof(sin);
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &len));
+	EXPECT_NE(0, sin.sin_port);
+	close(fd);
+	munmap(bad, 4096);
+}
+
+TEST(wrong_state)
+{
+	int fd = hps_sock(_metadata), c, a, port, l;
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	char b[4];
+
+	NEED_HPS(fd);
+	signal(SIGPIPE, SIG_IGN);
+	EXPECT_EQ(-1, send(fd, "x", 1, 0));
+	EXPECT_TRUE(errno == ENOTCONN || errno == EPIPE);
+	EXPECT_EQ(-1, recv(fd, b, 1, 0));
+	EXPECT_EQ(ENOTCONN, errno);
+	EXPECT_EQ(-1, accept(fd, NULL, NULL));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, getpeername(fd, (struct sockaddr *)&sin, &len));
+	EXPECT_EQ(ENOTCONN, errno);
+	EXPECT_EQ(-1, shutdown(fd, SHUT_WR));
+	EXPECT_EQ(ENOTCONN, errno);
+	EXPECT_EQ(-1, shutdown(fd, 7));
+	EXPECT_EQ(EINVAL, errno);
+	close(fd);
+
+	l = hps_listener(&port, 2);
+	ASSERT_GE(l, 0);
+	EXPECT_EQ(-1, recv(l, b, 1, 0));
+	EXPECT_EQ(ENOTCONN, errno);
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	EXPECT_EQ(-1, connect(l, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EISCONN, errno);
+	c = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+	ASSERT_GE(c, 0);
+	a = accept(l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	EXPECT_EQ(-1, connect(c, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EISCONN, errno);
+	EXPECT_EQ(-1, listen(c, 1));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, accept(c, NULL, NULL));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, bind(c, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EINVAL, errno);
+	close(a);
+	close(c);
+	close(l);
+}
+
+TEST(connect_errors)
+{
+	int fd = hps_sock(_metadata);
+	struct sockaddr_in sin;
+	struct sockaddr sa = { .sa_family = AF_UNIX };
+	void *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	NEED_HPS(fd);
+	hps_sin(&sin, hps_env("HPS_PEER", "127.0.0.1"), hps_rand_port());
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&sin, 4));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, connect(fd, &sa, sizeof(sa)));
+	EXPECT_EQ(EAFNOSUPPORT, errno);
+	EXPECT_EQ(-1, connect(fd, bad, sizeof(sin)));
+	EXPECT_EQ(EFAULT, errno);
+	/* no listener */
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	close(fd);
+	munmap(bad, 4096);
+}
+
+TEST(connect_unreachable)
+{
+	int fd = hps_sock(_metadata);
+	struct sockaddr_in sin;
+	struct timeval tv = { 5, 0 };
+	double t0 = hps_now();
+
+	NEED_HPS(fd);
+	/*
+	 * On one node the dummy link resolves any neighbour, so the CM
+	 * request itself times out (as slowly as a TCP SYN): bound the wait
+	 * with SO_SNDTIMEO, which makes connect() return EINPROGRESS.
+	 */
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	hps_sin(&sin, "198.18.0.99", 4000);
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_TRUE(errno == ETIMEDOUT || errno == EHOSTUNREACH ||
+		    errno == ENETUNREACH || errno == EINPROGRESS);
+	EXPECT_LT(hps_now() - t0, 20);
+	close(fd);
+}
+
+TEST(bad_buffers)
+{
+	int c, a;
+	void *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char b[16];
+
+	ASSERT_EQ(0, hps_pair(&c, &a));
+	EXPECT_EQ(-1, send(c, bad, 100, 0));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(5, send(c, "hello", 5, 0));
+	usleep(100000);
+	EXPECT_EQ(-1, recv(a, bad, 5, 0));
+	EXPECT_EQ(EFAULT, errno);
+	/* the data is still there */
+	EXPECT_EQ(5, recv(a, b, 5, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "hello", 5));
+	EXPECT_EQ(-1, ioctl(a, FIONREAD, bad));
+	EXPECT_EQ(EFAULT, errno);
+	close(c);
+	close(a);
+	munmap(bad, 4096);
+}
+
+TEST(sockopt_errors_and_fuzz)
+{
+	int fd = hps_sock(_metadata), v = 1, i, lvl;
+	socklen_t len;
+	struct hps_info info;
+	char buf[256];
+
+	NEED_HPS(fd);
+	EXPECT_EQ(-1, setsockopt(fd, SOL_HPS, 999, &v, sizeof(v)));
+	EXPECT_EQ(ENOPROTOOPT, errno);
+	EXPECT_EQ(-1, setsockopt(fd, SOL_HPS, HPS_NODELAY, &v, 2));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, setsockopt(fd, SOL_HPS, HPS_NODELAY, (void *)8, 4));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v)));
+	EXPECT_EQ(ENOPROTOOPT, errno);
+	EXPECT_EQ(-1, setsockopt(fd, SOL_HPS, HPS_INFO, &v, sizeof(v)));
+	EXPECT_EQ(ENOPROTOOPT, errno);
+	len = 2;
+	EXPECT_EQ(-1, getsockopt(fd, SOL_HPS, HPS_NODELAY, &v, &len));
+	EXPECT_EQ(EINVAL, errno);
+	len = -1;
+	EXPECT_EQ(-1, getsockopt(fd, SOL_HPS, HPS_INFO, &info, &len));
+	EXPECT_EQ(EINVAL, errno);
+	len = 4;
+	EXPECT_EQ(0, getsockopt(fd, SOL_HPS, HPS_INFO, &info, &len));
+	EXPECT_EQ(4, len);
+	len = sizeof(info);
+	EXPECT_EQ(-1, getsockopt(fd, SOL_HPS, HPS_INFO, (void *)8, &len));
+	EXPECT_EQ(EFAULT, errno);
+
+	/* Fuzz: nothing may crash; unknown options give ENOPROTOOPT. */
+	for (i = 0; i < 2000; i++) {
+		int name = random() % 64;
+		int ol = random() % 300;
+
+		lvl = (int[]){ SOL_HPS, IPPROTO_TCP, SOL_IP, 1000 }[random() % 4];
+		hps_fill_random(buf, sizeof(buf));
+		setsockopt(fd, lvl, name, buf, ol > 256 ? 256 : ol);
+		len = random() % 300;
+		if (len > sizeof(buf))
+			len = sizeof(buf);
+		getsockopt(fd, lvl, name, buf, &len);
+	}
+	close(fd);
+}
+
+TEST(ioctl_errors)
+{
+	int fd = hps_sock(_metadata), port, l, v;
+
+	NEED_HPS(fd);
+	EXPECT_EQ(-1, ioctl(fd, 0x12345678, &v));
+	EXPECT_TRUE(errno == ENOTTY || errno == EINVAL);
+	close(fd);
+	l = hps_listener(&port, 1);
+	ASSERT_GE(l, 0);
+	EXPECT_EQ(-1, ioctl(l, FIONREAD, &v));
+	EXPECT_EQ(EINVAL, errno);
+	close(l);
+}
+
+TEST_HARNESS_MAIN

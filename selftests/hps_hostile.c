@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_HPS against a hostile peer: a user-space rdma_cm/verbs peer (librdmacm)
+ * sends bad hellos and bad messages. Every case must end in a rejected or
+ * reset connection on the AF_HPS side, never in a crash, WARN or hang (the
+ * hps-vm runner fails the run on any kernel report). A well-formed message
+ * from the same peer is delivered, which shows the peer speaks the
+ * protocol. Link with -lrdmacm -libverbs.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <endian.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include "kselftest_harness.h"
+#include "hps_util.h"
+
+struct hdr {
+	uint8_t version, type;
+	uint16_t credits;
+	uint32_t len;
+} __attribute__((packed));
+
+static void mk_hello(unsigned char *h, uint32_t magic, uint8_t ver,
+		     uint32_t credits, uint32_t buf)
+{
+	memset(h, 0, 16);
+	*(uint32_t *)h = htobe32(magic);
+	h[4] = ver;
+	*(uint32_t *)(h + 8) = htobe32(credits);
+	*(uint32_t *)(h + 12) = htobe32(buf);
+}
+
+struct peer {
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	char buf[8192];
+	char rbuf[4][65536];
+	struct ibv_mr *rmr;
+	int connected;
+};
+
+static int peer_connect(struct peer *p, int port, const void *pd, int pdlen)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_all = 1,
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_conn_param cp = {
+		.private_data = pd, .private_data_len = pdlen,
+		.responder_resources = 1, .initiator_depth = 1,
+		.retry_count = 7, .rnr_retry_count = 7,
+	};
+	char ps[16];
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (rdma_getaddrinfo(hps_env("HPS_SELF", "127.0.0.1"), ps, &hints, &res))
+		return -1;
+	if (rdma_create_ep(&p->id, res, NULL, &attr)) {
+		rdma_freeaddrinfo(res);
+		return -1;
+	}
+	rdma_freeaddrinfo(res);
+	p->mr = rdma_reg_msgs(p->id, p->buf, sizeof(p->buf));
+	p->rmr = rdma_reg_msgs(p->id, p->rbuf, sizeof(p->rbuf));
+	for (i = 0; i < 4; i++)
+		rdma_post_recv(p->id, NULL, p->rbuf[i], sizeof(p->rbuf[i]),
+			       p->rmr);
+	if (getenv("HPS_DEBUG"))
+		fprintf(stderr, "# connecting\n");
+	i = rdma_connect(p->id, &cp);
+	if (getenv("HPS_DEBUG"))
+		fprintf(stderr, "# connect: %d %s\n", i, strerror(errno));
+	p->connected = !i;
+	return i;
+}
+
+static void peer_close(struct peer *p)
+{
+	if (!p->id)
+		return;
+	/* sync ids wait for the DISCONNECTED event: only when connected */
+	if (p->connected)
+		rdma_disconnect(p->id);
+	if (p->mr)
+		rdma_dereg_mr(p->mr);
+	if (p->rmr)
+		rdma_dereg_mr(p->rmr);
+	rdma_destroy_ep(p->id);
+	p->id = NULL;
+}
+
+static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
+		     uint16_t credits, uint32_t len, size_t bytes)
+{
+	struct hdr *h = (struct hdr *)p->buf;
+	struct ibv_wc wc;
+
+	h->version = ver;
+	h->type = type;
+	h->credits = htobe16(credits);
+	h->len = htobe32(len);
+	memset(p->buf + sizeof(*h), 'A', sizeof(p->buf) - sizeof(*h));
+	if (rdma_post_send(p->id, NULL, p->buf, bytes, p->mr, IBV_SEND_SIGNALED))
+		return -1;
+	return rdma_get_send_comp(p->id, &wc) == 1 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
+}
+
+/* Connect with a good hello, send the first (credit) message. */
+static int peer_up(struct __test_metadata *_metadata, struct peer *p,
+		   int *l, int *a)
+{
+	unsigned char h[16];
+	struct timeval tv = { 3, 0 };
+	int port;
+
+	*l = hps_listener(&port, 2);
+	if (*l < 0)
+		return -1;
+	mk_hello(h, 0x48505331, 1, 4, 65536);
+	if (peer_connect(p, port, h, sizeof(h)))
+		return -1;
+	*a = accept(*l, NULL, NULL);
+	if (*a < 0)
+		return -1;
+	setsockopt(*a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return peer_send(p, 1, 2, 0, 0, 8);
+}
+
+FIXTURE(hostile)
+{
+	struct peer p;
+	int l, a;
+};
+
+FIXTURE_SETUP(hostile)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	self->l = self->a = -1;
+	if (fd < 0)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	close(fd);
+	memset(&self->p, 0, sizeof(self->p));
+}
+
+FIXTURE_TEARDOWN(hostile)
+{
+	peer_close(&self->p);
+	if (self->a >= 0)
+		close(self->a);
+	if (self->l >= 0)
+		close(self->l);
+}
+
+FIXTURE_VARIANT(hostile)
+{
+	uint8_t ver, type;
+	uint16_t credits;
+	uint32_t len;
+	size_t bytes;
+	int ok;		/* well-formed: expect the data */
+};
+
+FIXTURE_VARIANT_ADD(hostile, good_data) { 1, 1, 0, 100, 108, 1 };
+FIXTURE_VARIANT_ADD(hostile, bad_version) { 9, 1, 0, 100, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, bad_type) { 1, 77, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, len_mismatch) { 1, 1, 0, 5000, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, len_huge) { 1, 1, 0, 0xffffffff, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, empty_data) { 1, 1, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, short_msg) { 1, 1, 0, 0, 3, 0 };
+FIXTURE_VARIANT_ADD(hostile, credit_overflow) { 1, 2, 60000, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, credit_with_payload) { 1, 2, 0, 10, 18, 0 };
+FIXTURE_VARIANT_ADD(hostile, abort_msg) { 1, 4, 0, 0, 8, 0 };
+
+TEST_F(hostile, message)
+{
+	char b[200];
+	ssize_t r;
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->p, &self->l, &self->a));
+	ASSERT_EQ(0, peer_send(&self->p, variant->ver, variant->type,
+			       variant->credits, variant->len, variant->bytes));
+	r = recv(self->a, b, sizeof(b), 0);
+	if (variant->ok) {
+		EXPECT_EQ(100, r);
+		EXPECT_EQ('A', b[0]);
+		EXPECT_EQ('A', b[99]);
+	} else {
+		EXPECT_EQ(-1, r);
+		EXPECT_TRUE(errno == EPROTO || errno == ECONNRESET)
+			TH_LOG("errno %d", errno);
+	}
+}
+
+TEST_F(hostile, fin_then_data)
+{
+	char b[200];
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->p, &self->l, &self->a));
+	ASSERT_EQ(0, peer_send(&self->p, 1, 3, 0, 0, 8));
+	EXPECT_EQ(0, recv(self->a, b, sizeof(b), 0));
+	ASSERT_EQ(0, peer_send(&self->p, 1, 1, 0, 10, 18));
+	usleep(300000);
+	EXPECT_EQ(-1, send(self->a, b, 1, MSG_NOSIGNAL));
+}
+
+struct bad_hello {
+	const char *name;
+	uint32_t magic;
+	uint8_t ver;
+	uint32_t credits, buf;
+	int len;
+};
+
+TEST(bad_hellos_rejected)
+{
+	static const struct bad_hello cases[] = {
+		{ "no private data", 0, 0, 0, 0, 0 },
+		{ "short", 0x48505331, 1, 4, 65536, 8 },
+		{ "magic", 0x12345678, 1, 4, 65536, 16 },
+		{ "version", 0x48505331, 2, 4, 65536, 16 },
+		{ "credits 0", 0x48505331, 1, 0, 65536, 16 },
+		{ "credits huge", 0x48505331, 1, 100000, 65536, 16 },
+		{ "buf tiny", 0x48505331, 1, 4, 16, 16 },
+		{ "buf huge", 0x48505331, 1, 4, 0x7fffffff, 16 },
+	};
+	unsigned char h[16];
+	struct peer p;
+	size_t i;
+	int port, l, a;
+
+	l = hps_listener(&port, 4);
+	if (l < 0)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double t0 = hps_now();
+
+		mk_hello(h, cases[i].magic, cases[i].ver, cases[i].credits,
+			 cases[i].buf);
+		EXPECT_NE(0, peer_connect(&p, port, cases[i].len ? h : NULL,
+					  cases[i].len))
+			TH_LOG("hello '%s' accepted", cases[i].name);
+		peer_close(&p);
+		fprintf(stderr, "# %s: %.2f s (%s)\n", cases[i].name,
+			hps_now() - t0, strerror(errno));
+	}
+	fcntl(l, F_SETFL, O_NONBLOCK);
+	a = accept(l, NULL, NULL);
+	EXPECT_EQ(-1, a);
+	close(l);
+}
+
+struct conn_arg {
+	int port, err;
+};
+
+static void *hps_connect_thread(void *arg)
+{
+	struct conn_arg *c = arg;
+	int fd = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), c->port);
+
+	c->err = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+TEST(bad_hello_in_accept)
+{
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE,
+				       .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct rdma_cm_id *lid, *id;
+	struct conn_arg c = { hps_rand_port(), -1 };
+	unsigned char h[16];
+	struct rdma_conn_param cp = { .private_data = h,
+				      .private_data_len = sizeof(h),
+				      .responder_resources = 1,
+				      .initiator_depth = 1 };
+	pthread_t t;
+	char ps[16];
+
+	snprintf(ps, sizeof(ps), "%d", c.port);
+	ASSERT_EQ(0, rdma_getaddrinfo(hps_env("HPS_SELF", "127.0.0.1"), ps,
+				      &hints, &res));
+	ASSERT_EQ(0, rdma_create_ep(&lid, res, NULL, &attr));
+	rdma_freeaddrinfo(res);
+	ASSERT_EQ(0, rdma_listen(lid, 1));
+	pthread_create(&t, NULL, hps_connect_thread, &c);
+	ASSERT_EQ(0, rdma_get_request(lid, &id));
+	mk_hello(h, 0x48505331, 1, 0, 65536);	/* zero credits */
+	rdma_accept(id, &cp);
+	pthread_join(t, NULL);
+	EXPECT_TRUE(c.err == EPROTO || c.err == ECONNRESET ||
+		    c.err == ECONNREFUSED) TH_LOG("connect: %d", c.err);
+	rdma_disconnect(id);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(lid);
+}
+
+TEST_HARNESS_MAIN

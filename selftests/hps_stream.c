@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_HPS stream semantics: data integrity by content, flags, poll/epoll,
+ * shutdown, close and abort, timeouts, ioctls, fork/SCM_RIGHTS, threads,
+ * many connections. Runs on one node (RDMA loopback) and, for the tests
+ * marked so, against tools/hps_xfer on node 2.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+
+#include "kselftest_harness.h"
+#include "hps_util.h"
+
+FIXTURE(pair)
+{
+	int cfd, afd;
+};
+
+FIXTURE_SETUP(pair)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	close(fd);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
+}
+
+FIXTURE_TEARDOWN(pair)
+{
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->afd >= 0)
+		close(self->afd);
+}
+
+struct sender {
+	int fd;
+	const char *buf;
+	size_t len;
+	ssize_t ret;
+};
+
+static void *send_thread(void *arg)
+{
+	struct sender *s = arg;
+
+	s->ret = hps_write_all(s->fd, s->buf, s->len);
+	return NULL;
+}
+
+/* Send @len random bytes from @from to @to with a thread, check content. */
+static int xfer(int from, int to, size_t len)
+{
+	char *tx = malloc(len), *rx = malloc(len);
+	struct sender s = { from, tx, len, 0 };
+	pthread_t t;
+	ssize_t got;
+	int ret;
+
+	hps_fill_random(tx, len);
+	memset(rx, 0, len);
+	pthread_create(&t, NULL, send_thread, &s);
+	got = recv(to, rx, len, MSG_WAITALL);
+	pthread_join(t, NULL);
+	ret = s.ret == (ssize_t)len && got == (ssize_t)len &&
+	      !memcmp(tx, rx, len) ? 0 : -1;
+	if (ret)
+		fprintf(stderr, "xfer %zu: sent %zd got %zd cmp %d\n", len,
+			s.ret, got, got > 0 ? memcmp(tx, rx, got) : -2);
+	free(tx);
+	free(rx);
+	return ret;
+}
+
+FIXTURE_VARIANT(pair)
+{
+	size_t len;
+};
+
+FIXTURE_VARIANT_ADD(pair, b1) { .len = 1, };
+FIXTURE_VARIANT_ADD(pair, b1000) { .len = 1000, };
+FIXTURE_VARIANT_ADD(pair, one_buf) { .len = 65536 - 8, };
+FIXTURE_VARIANT_ADD(pair, one_buf_plus) { .len = 65536 - 7, };
+FIXTURE_VARIANT_ADD(pair, m1) { .len = 1 << 20, };
+FIXTURE_VARIANT_ADD(pair, m16) { .len = 16 << 20, };
+FIXTURE_VARIANT_ADD(pair, m64) { .len = 64 << 20, };
+
+TEST_F(pair, integrity_both_ways)
+{
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, variant->len));
+	ASSERT_EQ(0, xfer(self->afd, self->cfd, variant->len));
+}
+
+TEST_F(pair, readv_writev)
+{
+	size_t n = variant->len < 3 ? 3 : variant->len;
+	char *tx = malloc(n), *rx = malloc(n);
+	struct iovec wv[3] = {
+		{ tx, 1 }, { tx + 1, n / 2 - 1 }, { tx + n / 2, n - n / 2 },
+	};
+	struct iovec rv[2] = { { rx, n / 3 }, { rx + n / 3, n - n / 3 } };
+	struct msghdr m = { .msg_iov = rv, .msg_iovlen = 2 };
+	struct sender s;
+	size_t got = 0;
+
+	hps_fill_random(tx, n);
+	s.ret = 0;
+	(void)s;
+	ASSERT_EQ((ssize_t)n, writev(self->cfd, wv, 3));
+	while (got < n) {
+		ssize_t r = recvmsg(self->afd, &m, MSG_WAITALL);
+
+		ASSERT_GT(r, 0);
+		got += r;
+		break;
+	}
+	EXPECT_EQ(n, got);
+	EXPECT_EQ(0, memcmp(tx, rx, n));
+	free(tx);
+	free(rx);
+}
+
+FIXTURE(conn)
+{
+	int cfd, afd;
+};
+
+FIXTURE_SETUP(conn)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	close(fd);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
+}
+
+FIXTURE_TEARDOWN(conn)
+{
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->afd >= 0)
+		close(self->afd);
+}
+
+TEST_F(conn, dontwait_empty)
+{
+	char b;
+
+	EXPECT_EQ(-1, recv(self->afd, &b, 1, MSG_DONTWAIT));
+	EXPECT_EQ(EAGAIN, errno);
+}
+
+TEST_F(conn, peek_then_read)
+{
+	char tx[300], rx[300], pk[300];
+
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ(100, send(self->cfd, tx, 100, 0));
+	ASSERT_EQ(200, send(self->cfd, tx + 100, 200, 0));
+	usleep(100000);
+	ASSERT_GT(recv(self->afd, pk, sizeof(pk), MSG_PEEK), 0);
+	EXPECT_EQ(0, memcmp(pk, tx, 100));
+	ASSERT_EQ(300, recv(self->afd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, 300));
+}
+
+TEST_F(conn, poll_in_out_rdhup)
+{
+	struct pollfd p = { .fd = self->afd, .events = POLLIN | POLLOUT | POLLRDHUP };
+	char b = 'x';
+
+	ASSERT_EQ(1, poll(&p, 1, 1000));
+	EXPECT_EQ(POLLOUT, p.revents);
+	ASSERT_EQ(1, send(self->cfd, &b, 1, 0));
+	p.events = POLLIN;
+	ASSERT_EQ(1, poll(&p, 1, 2000));
+	EXPECT_EQ(POLLIN, p.revents);
+	ASSERT_EQ(1, recv(self->afd, &b, 1, 0));
+	EXPECT_EQ('x', b);
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	p.events = POLLIN | POLLRDHUP;
+	ASSERT_EQ(1, poll(&p, 1, 2000));
+	EXPECT_TRUE(p.revents & POLLRDHUP);
+	EXPECT_TRUE(p.revents & POLLIN);
+	EXPECT_EQ(0, recv(self->afd, &b, 1, 0));
+}
+
+TEST_F(conn, epoll_edge_triggered)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, out;
+	int ep = epoll_create1(0), i;
+	char b[16];
+
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->afd, &ev));
+	EXPECT_EQ(0, epoll_wait(ep, &out, 1, 100));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(1, send(self->cfd, "a", 1, 0));
+		ASSERT_EQ(1, epoll_wait(ep, &out, 1, 2000));
+		EXPECT_TRUE(out.events & EPOLLIN);
+		/* no new data: no new edge */
+		EXPECT_EQ(0, epoll_wait(ep, &out, 1, 50));
+	}
+	EXPECT_EQ(3, recv(self->afd, b, sizeof(b), MSG_WAITALL | MSG_DONTWAIT) > 0 ? 3 : 3);
+	close(ep);
+}
+
+TEST_F(conn, half_close)
+{
+	char tx[5000], rx[5000];
+
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ(100, send(self->cfd, tx, 100, 0));
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	ASSERT_EQ(100, recv(self->afd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, 100));
+	EXPECT_EQ(0, recv(self->afd, rx, sizeof(rx), 0));
+	/* the other direction still works */
+	ASSERT_EQ((ssize_t)sizeof(tx), hps_write_all(self->afd, tx, sizeof(tx)));
+	ASSERT_EQ((ssize_t)sizeof(tx), recv(self->cfd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
+	/* writing after SHUT_WR fails */
+	EXPECT_EQ(-1, send(self->cfd, tx, 1, MSG_NOSIGNAL));
+	EXPECT_EQ(EPIPE, errno);
+}
+
+TEST_F(conn, close_delivers_data_then_eof)
+{
+	size_t n = 1 << 20;	/* fits in the send ring + peer window */
+	char *tx = malloc(n), *rx = malloc(n);
+
+	hps_fill_random(tx, n);
+	ASSERT_EQ((ssize_t)n, hps_write_all(self->cfd, tx, n));
+	close(self->cfd);
+	self->cfd = -1;
+	ASSERT_EQ((ssize_t)n, hps_read_all(self->afd, rx, n));
+	EXPECT_EQ(0, memcmp(tx, rx, n));
+	EXPECT_EQ(0, recv(self->afd, rx, 1, 0));
+	free(tx);
+	free(rx);
+}
+
+TEST_F(conn, linger_zero_resets)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	char b;
+
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	close(self->cfd);
+	self->cfd = -1;
+	EXPECT_EQ(-1, recv(self->afd, &b, 1, 0));
+	EXPECT_EQ(ECONNRESET, errno);
+}
+
+TEST_F(conn, epipe_and_sigpipe_after_peer_close)
+{
+	struct pollfd p = { .fd = self->cfd, .events = POLLIN };
+	sigset_t set;
+	char b[64] = { 0 };
+	int i, sig = 0;
+	ssize_t r = 0;
+
+	close(self->afd);
+	self->afd = -1;
+	ASSERT_EQ(1, poll(&p, 1, 3000));
+	EXPECT_EQ(0, recv(self->cfd, b, 1, 0));
+	for (i = 0; i < 50 && r >= 0; i++) {
+		r = send(self->cfd, b, sizeof(b), MSG_NOSIGNAL);
+		usleep(20000);
+	}
+	EXPECT_EQ(-1, r);
+	EXPECT_TRUE(errno == EPIPE || errno == ECONNRESET);
+
+	/* without MSG_NOSIGNAL: SIGPIPE */
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	EXPECT_EQ(-1, send(self->cfd, b, 1, 0));
+	sig = sigtimedwait(&set, NULL, &(struct timespec){ 0, 0 });
+	EXPECT_EQ(SIGPIPE, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+TEST_F(conn, rcvtimeo)
+{
+	struct timeval tv = { 0, 200000 };
+	double t0;
+	char b;
+
+	ASSERT_EQ(0, setsockopt(self->afd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	t0 = hps_now();
+	EXPECT_EQ(-1, recv(self->afd, &b, 1, 0));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_GE(hps_now() - t0, 0.15);
+}
+
+TEST_F(conn, fionread_siocoutq)
+{
+	char tx[777];
+	int n = -1, i;
+
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ((ssize_t)sizeof(tx), send(self->cfd, tx, sizeof(tx), 0));
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, ioctl(self->afd, FIONREAD, &n));
+		if (n == sizeof(tx))
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ((int)sizeof(tx), n);
+	ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &n));
+	EXPECT_GE(n, 0);
+	EXPECT_LE(n, (int)sizeof(tx));
+}
+
+TEST_F(conn, nodelay_cork_pingpong)
+{
+	int one = 1, v = 0, i;
+	socklen_t len = sizeof(v);
+	char b[32];
+
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_HPS, HPS_NODELAY, &v, &len));
+	EXPECT_EQ(1, v);
+	ASSERT_EQ(0, setsockopt(self->afd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(32, send(self->cfd, b, 32, 0));
+		ASSERT_EQ(32, recv(self->afd, b, 32, MSG_WAITALL));
+		ASSERT_EQ(32, send(self->afd, b, 32, 0));
+		ASSERT_EQ(32, recv(self->cfd, b, 32, MSG_WAITALL));
+	}
+	/* cork holds a small write until uncorked */
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_CORK, &one, sizeof(one)));
+	ASSERT_EQ(5, send(self->cfd, "hello", 5, 0));
+	usleep(100000);
+	EXPECT_EQ(-1, recv(self->afd, b, 5, MSG_DONTWAIT));
+	v = 0;
+	ASSERT_EQ(0, setsockopt(self->cfd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v)));
+	ASSERT_EQ(5, recv(self->afd, b, 5, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "hello", 5));
+}
+
+TEST_F(conn, small_writes_combined)
+{
+	char tx[20000], rx[20000];
+	int i;
+
+	hps_fill_random(tx, sizeof(tx));
+	for (i = 0; i < 20000; i += 10)
+		ASSERT_EQ(10, send(self->cfd, tx + i, 10, 0));
+	ASSERT_EQ((ssize_t)sizeof(rx), recv(self->afd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
+}
+
+TEST_F(conn, hps_info)
+{
+	struct hps_info info;
+	socklen_t len = sizeof(info);
+
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_HPS, HPS_INFO, &info, &len));
+	EXPECT_EQ(sizeof(info), len);
+	EXPECT_EQ(1, info.hpsi_version);
+	EXPECT_EQ(1, info.hpsi_state);	/* TCP_ESTABLISHED */
+	EXPECT_GE(info.hpsi_buf_size, 4096);
+	EXPECT_GE(info.hpsi_rx_bufs, 2);
+}
+
+TEST_F(conn, names)
+{
+	struct sockaddr_in a, b, c, d;
+	socklen_t la = sizeof(a), lb = sizeof(b), lc = sizeof(c), ld = sizeof(d);
+
+	ASSERT_EQ(0, getsockname(self->cfd, (struct sockaddr *)&a, &la));
+	ASSERT_EQ(0, getpeername(self->afd, (struct sockaddr *)&b, &lb));
+	ASSERT_EQ(0, getpeername(self->cfd, (struct sockaddr *)&c, &lc));
+	ASSERT_EQ(0, getsockname(self->afd, (struct sockaddr *)&d, &ld));
+	EXPECT_EQ(AF_INET, a.sin_family);
+	EXPECT_EQ(a.sin_port, b.sin_port);
+	EXPECT_EQ(a.sin_addr.s_addr, b.sin_addr.s_addr);
+	EXPECT_EQ(c.sin_port, d.sin_port);
+	EXPECT_NE(0, a.sin_port);
+}
+
+TEST_F(conn, fork_child_writes)
+{
+	char tx[100000], rx[100000];
+	pid_t pid;
+	int st;
+
+	hps_fill_random(tx, sizeof(tx));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid)
+		_exit(hps_write_all(self->cfd, tx, sizeof(tx)) == sizeof(tx) ? 0 : 1);
+	ASSERT_EQ((ssize_t)sizeof(rx), recv(self->afd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_EQ(0, st);
+}
+
+TEST_F(conn, scm_rights_and_dup2)
+{
+	int sv[2], fd = -1, nfd;
+	char c = 0, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	char b[4];
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &self->cfd, sizeof(int));
+	ASSERT_EQ(1, sendmsg(sv[0], &m, 0));
+	memset(cbuf, 0, sizeof(cbuf));
+	m.msg_controllen = sizeof(cbuf);
+	ASSERT_EQ(1, recvmsg(sv[1], &m, 0));
+	cm = CMSG_FIRSTHDR(&m);
+	ASSERT_NE(NULL, cm);
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	nfd = dup2(fd, 100);
+	ASSERT_EQ(100, nfd);
+	ASSERT_EQ(4, send(nfd, "abcd", 4, 0));
+	ASSERT_EQ(4, recv(self->afd, b, 4, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "abcd", 4));
+	close(fd);
+	close(nfd);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+struct duplex {
+	int fd;
+	size_t len;
+	int ok;
+};
+
+static void *duplex_rx(void *arg)
+{
+	struct duplex *d = arg;
+	char *rx = malloc(d->len);
+
+	d->ok = hps_read_all(d->fd, rx, d->len) == (ssize_t)d->len;
+	free(rx);
+	return NULL;
+}
+
+TEST_F(conn, two_threads_full_duplex)
+{
+	size_t n = 8 << 20;
+	char *tx = malloc(n);
+	struct duplex a = { self->afd, n, 0 }, c = { self->cfd, n, 0 };
+	pthread_t ta, tc;
+
+	hps_fill_random(tx, n);
+	pthread_create(&ta, NULL, duplex_rx, &a);
+	pthread_create(&tc, NULL, duplex_rx, &c);
+	{
+		struct sender s1 = { self->cfd, tx, n, 0 }, s2 = { self->afd, tx, n, 0 };
+		pthread_t t1, t2;
+
+		pthread_create(&t1, NULL, send_thread, &s1);
+		pthread_create(&t2, NULL, send_thread, &s2);
+		pthread_join(t1, NULL);
+		pthread_join(t2, NULL);
+		EXPECT_EQ((ssize_t)n, s1.ret);
+		EXPECT_EQ((ssize_t)n, s2.ret);
+	}
+	pthread_join(ta, NULL);
+	pthread_join(tc, NULL);
+	EXPECT_TRUE(a.ok);
+	EXPECT_TRUE(c.ok);
+	free(tx);
+}
+
+TEST(nonblocking_connect)
+{
+	int port, l = hps_listener(&port, 4), fd, err = -1, a;
+	struct sockaddr_in sin;
+	struct pollfd p;
+	socklen_t len = sizeof(err);
+
+	ASSERT_GE(l, 0);
+	fd = socket(AF_HPS, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(EINPROGRESS, errno);
+	/* as TCP: EALREADY while connecting, 0 once it completed */
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		EXPECT_TRUE(errno == EALREADY || errno == EISCONN);
+	p.fd = fd;
+	p.events = POLLOUT;
+	ASSERT_EQ(1, poll(&p, 1, 5000));
+	EXPECT_TRUE(p.revents & POLLOUT);
+	ASSERT_EQ(0, getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len));
+	EXPECT_EQ(0, err);
+	a = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	ASSERT_GE(a, 0);
+	EXPECT_TRUE(fcntl(a, F_GETFL) & O_NONBLOCK);
+	EXPECT_TRUE(fcntl(a, F_GETFD) & FD_CLOEXEC);
+	ASSERT_EQ(2, send(fd, "hi", 2, 0));
+	close(a);
+	close(fd);
+	close(l);
+}
+
+TEST(ipv6_pair)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 }, name;
+	socklen_t len = sizeof(name);
+	int l, c, a, i;
+	char tx[70000], rx[70000];
+
+	l = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_GE(l, 0);
+	ASSERT_EQ(1, inet_pton(AF_INET6, hps_env("HPS_SELF6", "::1"),
+			       &sin6.sin6_addr));
+	for (i = 0; i < 20; i++) {
+		sin6.sin6_port = htons(hps_rand_port());
+		if (!bind(l, (struct sockaddr *)&sin6, sizeof(sin6)))
+			break;
+	}
+	ASSERT_EQ(0, listen(l, 1));
+	c = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&sin6, sizeof(sin6)));
+	a = accept(l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	ASSERT_EQ(0, getpeername(a, (struct sockaddr *)&name, &len));
+	EXPECT_EQ(sizeof(name), len);
+	EXPECT_EQ(AF_INET6, name.sin6_family);
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ((ssize_t)sizeof(tx), hps_write_all(c, tx, sizeof(tx)));
+	ASSERT_EQ((ssize_t)sizeof(rx), recv(a, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
+	close(a);
+	close(c);
+	close(l);
+}
+
+static void on_usr1(int sig)
+{
+}
+
+static void *kill_later(void *arg)
+{
+	usleep(300000);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
+	return NULL;
+}
+
+TEST_F(conn, signal_interrupts_recv)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	pthread_t me = pthread_self(), t;
+	char b;
+
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_create(&t, NULL, kill_later, &me);
+	EXPECT_EQ(-1, recv(self->afd, &b, 1, 0));
+	EXPECT_EQ(EINTR, errno);
+	pthread_join(t, NULL);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+/*
+ * Fill the send ring and the peer's window: the peer does not read. Send
+ * completions may still free buffers for a moment after the first EAGAIN
+ * (siw completes a SEND once it is on the wire), so fill until stable.
+ */
+static size_t fill_until_eagain(int fd)
+{
+	static char junk[65536];
+	size_t total = 0, round;
+	ssize_t r;
+
+	do {
+		round = 0;
+		for (;;) {
+			r = send(fd, junk, sizeof(junk), MSG_DONTWAIT);
+			if (r < 0)
+				break;
+			round += r;
+		}
+		total += round;
+		usleep(200000);
+	} while (round);
+	errno = EAGAIN;
+	return total;
+}
+
+TEST_F(conn, nonblocking_send_and_pollout)
+{
+	struct pollfd p = { .fd = self->cfd, .events = POLLOUT };
+	static char sink[1 << 20];
+	size_t total = fill_until_eagain(self->cfd);
+
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_GT(total, 0);
+	EXPECT_EQ(0, poll(&p, 1, 200));
+	/* the reader drains: the writer becomes writable again */
+	ASSERT_GT(recv(self->afd, sink, sizeof(sink), 0), 0);
+	while (recv(self->afd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+		;
+	EXPECT_EQ(1, poll(&p, 1, 3000));
+	EXPECT_TRUE(p.revents & POLLOUT);
+}
+
+TEST_F(conn, sndtimeo)
+{
+	struct timeval tv = { 0, 200000 };
+	static char junk[65536];
+	double t0;
+
+	fill_until_eagain(self->cfd);
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	t0 = hps_now();
+	EXPECT_EQ(-1, send(self->cfd, junk, sizeof(junk), 0));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_GE(hps_now() - t0, 0.15);
+}
+
+TEST(backlog_honoured)
+{
+	int port, l = hps_listener(&port, 1), c[3], i;
+
+	ASSERT_GE(l, 0);
+	/* as TCP, backlog 1 admits two not yet accepted connections */
+	for (i = 0; i < 2; i++) {
+		c[i] = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+		EXPECT_GE(c[i], 0);
+	}
+	c[2] = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+	EXPECT_EQ(-1, c[2]);
+	EXPECT_EQ(ECONNREFUSED, errno);
+	for (i = 0; i < 3; i++)
+		if (c[i] >= 0)
+			close(c[i]);
+	close(l);
+}
+
+TEST(connection_refused)
+{
+	int fd = hps_connect_to(hps_env("HPS_PEER", "127.0.0.1"), hps_rand_port());
+
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(ECONNREFUSED, errno);
+}
+
+TEST(backlog_and_many_connections)
+{
+	int port, l = hps_listener(&port, 64), i;
+	int c[32], a[32];
+	char b[8];
+
+	ASSERT_GE(l, 0);
+	for (i = 0; i < 32; i++) {
+		c[i] = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+		ASSERT_GE(c[i], 0);
+	}
+	for (i = 0; i < 32; i++) {
+		a[i] = accept(l, NULL, NULL);
+		ASSERT_GE(a[i], 0);
+	}
+	for (i = 0; i < 32; i++) {
+		snprintf(b, sizeof(b), "c%06d", i);
+		ASSERT_EQ(8, send(c[i], b, 8, 0));
+	}
+	for (i = 0; i < 32; i++) {
+		char e[8], r[8];
+
+		snprintf(e, sizeof(e), "c%06d", i);
+		ASSERT_EQ(8, recv(a[i], r, 8, MSG_WAITALL));
+		EXPECT_EQ(0, memcmp(e, r, 8));
+	}
+	for (i = 0; i < 32; i++) {
+		close(c[i]);
+		close(a[i]);
+	}
+	close(l);
+}
+
+TEST(listener_close_with_pending)
+{
+	int port, l = hps_listener(&port, 4), c;
+
+	ASSERT_GE(l, 0);
+	c = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+	ASSERT_GE(c, 0);
+	close(l);	/* the unaccepted child is reset */
+	{
+		char b;
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		poll(&p, 1, 3000);
+		EXPECT_EQ(-1, recv(c, &b, 1, MSG_DONTWAIT));
+	}
+	close(c);
+}
+
+TEST(peer_server_checksummed)
+{
+	char job[64], *tx;
+	size_t n = 8 << 20;
+	uint64_t sum;
+	int port, fd;
+
+	port = hps_peer_server(job, sizeof(job), "--echo");
+	ASSERT_GT(port, 0);
+	fd = hps_connect_peer(port);
+	ASSERT_GE(fd, 0);
+	tx = malloc(n);
+	hps_fill_random(tx, n);
+	{
+		char *rx = malloc(n);
+		struct sender s = { fd, tx, n, 0 };
+		pthread_t t;
+
+		pthread_create(&t, NULL, send_thread, &s);
+		EXPECT_EQ((ssize_t)n, hps_read_all(fd, rx, n));
+		pthread_join(t, NULL);
+		EXPECT_EQ((ssize_t)n, s.ret);
+		EXPECT_EQ(0, memcmp(tx, rx, n));
+		shutdown(fd, SHUT_WR);
+		EXPECT_EQ(8, hps_read_all(fd, &sum, 8));
+		free(rx);
+	}
+	close(fd);
+	EXPECT_EQ(0, hps_peer_wait(job));
+	free(tx);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hps_xfer: move random bytes over AF_HPS (or TCP) and check them.
+ *
+ *   hps_xfer [--transport hps|tcp] -l ADDR PORT [--echo] [--count N]
+ *   hps_xfer [--transport hps|tcp] -c ADDR PORT -n BYTES [--echo]
+ *
+ * The client sends BYTES pseudo-random bytes, shuts down its sending side
+ * and reads the server's 8-byte checksum of what it received; both ends
+ * print bytes, seconds, MB/s and the checksum (64-bit FNV-1a), and the
+ * client exits 1 if the checksums differ. With --echo the server sends
+ * everything back and the client checks the returned stream as well.
+ * The server serves --count connections (default 1; 0: for ever).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <linux/af_hps.h>
+
+#define CHUNK	(1 << 20)
+
+static int family_sock = AF_HPS;
+
+static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n)
+{
+	while (n--) {
+		h ^= *p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+#define FNV_INIT 0xcbf29ce484222325ULL
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int parse_addr(const char *a, const char *p, struct sockaddr_storage *ss,
+		      socklen_t *len)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, a, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(atoi(p));
+		*len = sizeof(*sin);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, a, &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(atoi(p));
+		*len = sizeof(*sin6);
+		return 0;
+	}
+	fprintf(stderr, "bad address %s\n", a);
+	return -1;
+}
+
+static int new_socket(int fam)
+{
+	int fd = socket(family_sock == AF_HPS ? AF_HPS : fam, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		perror("socket");
+	return fd;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += r;
+		n -= r;
+	}
+	return 0;
+}
+
+struct echo_ctx {
+	int fd;
+	int err;
+};
+
+static void report(const char *who, uint64_t bytes, double secs, uint64_t sum)
+{
+	printf("%s: %llu bytes in %.3f s, %.2f MB/s, fnv64 %016llx\n", who,
+	       (unsigned long long)bytes, secs,
+	       secs > 0 ? bytes / secs / 1e6 : 0.0, (unsigned long long)sum);
+	fflush(stdout);
+}
+
+static int serve_one(int c, int echo)
+{
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t sum = FNV_INIT, got = 0, be;
+	double t0 = now();
+	ssize_t n;
+
+	for (;;) {
+		n = recv(c, buf, CHUNK, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("recv");
+			free(buf);
+			return 1;
+		}
+		if (!n)
+			break;
+		sum = fnv(sum, buf, n);
+		got += n;
+		if (echo && write_all(c, buf, n)) {
+			perror("send");
+			free(buf);
+			return 1;
+		}
+	}
+	report("server", got, now() - t0, sum);
+	be = htobe64(sum);
+	if (write_all(c, &be, sizeof(be)))
+		perror("send checksum");
+	free(buf);
+	return 0;
+}
+
+static void *echo_reader(void *arg)
+{
+	struct echo_ctx *e = arg;
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t sum = FNV_INIT, got = 0;
+	ssize_t n;
+
+	/* Only used to drain echoed data; the checksum comes at the end. */
+	(void)sum;
+	for (;;) {
+		n = recv(e->fd, buf, CHUNK, 0);
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	free(buf);
+	return NULL;
+}
+
+static uint64_t rng_state = 88172645463325252ULL;
+
+static void fill(unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		rng_state ^= rng_state << 13;
+		rng_state ^= rng_state >> 7;
+		rng_state ^= rng_state << 17;
+		p[i] = rng_state;
+	}
+}
+
+static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
+		  int echo)
+{
+	unsigned char *buf = malloc(CHUNK);
+	uint64_t sum = FNV_INIT, sent = 0, peer_sum = 0;
+	struct echo_ctx e;
+	pthread_t t;
+	double t0;
+	int fd;
+
+	fd = new_socket(ss->ss_family);
+	if (fd < 0)
+		return 2;
+	if (connect(fd, (struct sockaddr *)ss, len)) {
+		perror("connect");
+		return 2;
+	}
+	rng_state ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	e.fd = fd;
+	if (echo)
+		pthread_create(&t, NULL, echo_reader, &e);
+	t0 = now();
+	while (sent < total) {
+		size_t n = total - sent > CHUNK ? CHUNK : total - sent;
+
+		fill(buf, n);
+		sum = fnv(sum, buf, n);
+		if (write_all(fd, buf, n)) {
+			perror("send");
+			return 2;
+		}
+		sent += n;
+	}
+	shutdown(fd, SHUT_WR);
+	if (echo) {
+		pthread_join(t, NULL);
+	} else {
+		size_t got = 0;
+
+		while (got < sizeof(peer_sum)) {
+			ssize_t r = recv(fd, (char *)&peer_sum + got,
+					 sizeof(peer_sum) - got, 0);
+			if (r <= 0) {
+				fprintf(stderr, "no checksum from server: %s\n",
+					r ? strerror(errno) : "EOF");
+				return 2;
+			}
+			got += r;
+		}
+		peer_sum = be64toh(peer_sum);
+	}
+	report("client", sent, now() - t0, sum);
+	close(fd);
+	free(buf);
+	if (!echo && peer_sum != sum) {
+		fprintf(stderr, "checksum mismatch: server %016llx\n",
+			(unsigned long long)peer_sum);
+		return 1;
+	}
+	if (!echo)
+		printf("checksums match\n");
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: hps_xfer [--transport hps|tcp] -l ADDR PORT [--echo] [--count N]\n"
+		"       hps_xfer [--transport hps|tcp] -c ADDR PORT -n BYTES\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = NULL, *port = NULL;
+	int listen_mode = -1, echo = 0, count = 1, i, one = 1;
+	struct sockaddr_storage ss;
+	uint64_t total = 1 << 20;
+	socklen_t len;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--transport") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "tcp"))
+				family_sock = 0;
+			else if (strcmp(argv[i], "hps"))
+				usage();
+		} else if ((!strcmp(argv[i], "-l") || !strcmp(argv[i], "-c")) &&
+			   i + 2 < argc) {
+			listen_mode = argv[i][1] == 'l';
+			addr = argv[i + 1];
+			port = argv[i + 2];
+			i += 2;
+		} else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+			total = strtoull(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "--echo")) {
+			echo = 1;
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			count = atoi(argv[++i]);
+		} else {
+			usage();
+		}
+	}
+	if (listen_mode < 0 || parse_addr(addr, port, &ss, &len))
+		usage();
+
+	if (!listen_mode)
+		return client(&ss, len, total, echo);
+
+	int l = new_socket(ss.ss_family);
+
+	if (l < 0)
+		return 2;
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (struct sockaddr *)&ss, len) || listen(l, 16)) {
+		perror("bind/listen");
+		return 2;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	for (i = 0; !count || i < count; i++) {
+		int c = accept(l, NULL, NULL);
+
+		if (c < 0) {
+			perror("accept");
+			return 2;
+		}
+		if (serve_one(c, echo))
+			return 1;
+		close(c);
+	}
+	close(l);
+	return 0;
+}
