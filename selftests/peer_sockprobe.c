@@ -24,6 +24,7 @@
  * specs and waits for it; fork-exec-clean does the same with an empty
  * environment.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
