@@ -26,6 +26,7 @@ pkgs=(
 	qemu-system-x86 busybox-static cpio kmod	# the test VM
 	iproute2 rdma-core ibverbs-utils rdmacm-utils	# RDMA user space
 	perftest libibverbs-dev librdmacm-dev		# raw-verbs reference
+	socat python3					# real programs in tests
 )
 
 need_apt=0

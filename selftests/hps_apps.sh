@@ -1,0 +1,84 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Unmodified programs over AF_HPS through hps_run, node 1 to its peer
+# (node 2, or itself over RDMA loopback), checked by content: socat moving a
+# file each way, and Python's http.server serving a file to urllib.
+# Prints TAP and the kselftest totals line.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+top=$PWD
+run=$top/tools/preload/hps_run
+pass=0 fail=0 n=0
+check() {
+	local name=$1; shift
+	n=$((n + 1))
+	if "$@"; then pass=$((pass + 1)); echo "ok $n $name"
+	else fail=$((fail + 1)); echo "not ok $n $name"; fi
+}
+port() { echo $((20000 + RANDOM % 20000)); }
+work=$(mktemp -d /tmp/hps_apps.XXXXXX)
+head -c $((24 << 20)) /dev/urandom >"$work/in"
+want=$(sha256sum <"$work/in" | cut -d' ' -f1)
+peerwork=/tmp/hps_apps.peer
+hps-vm-peer sh -c "rm -rf $peerwork; mkdir -p $peerwork"
+
+active() { awk '$1 == "conn_active" { print $2 }' /proc/net/hps_stat; }
+before=$(active)
+
+echo "TAP version 13"
+echo "1..4"
+
+# socat: node 1 sends 24 MiB, the peer writes it to a file.
+socat_push() {
+	local p id got
+	p=$(port)
+	id=$(hps-vm-peer --bg "$run" socat -u "TCP4-LISTEN:$p,reuseaddr" \
+		"CREATE:$peerwork/out") || return 1
+	hps-vm-peer hps-vm-wait-listen "$p" 60 || return 1
+	timeout 120 "$run" socat -u "OPEN:$work/in" "TCP4:$HPS_PEER:$p" || return 1
+	hps-vm-peer --wait "$id" 120 || return 1
+	got=$(hps-vm-peer sh -c "sha256sum <$peerwork/out" | cut -d' ' -f1)
+	[ "$got" = "$want" ] || { echo "# sha256 $got, want $want"; return 1; }
+}
+check "socat to the peer over AF_HPS, 24 MiB, sha256 equal" socat_push
+
+# socat: the peer serves the file, node 1 reads it (IPv6 this time).
+socat_pull() {
+	local p id got
+	p=$(port)
+	hps-vm-peer cp "$work/in" "$peerwork/src" || return 1
+	id=$(hps-vm-peer --bg "$run" socat -u "OPEN:$peerwork/src" \
+		"TCP6-LISTEN:$p,reuseaddr") || return 1
+	hps-vm-peer hps-vm-wait-listen "$p" 60 || return 1
+	timeout 120 "$run" socat -u "TCP6:[$HPS_PEER6]:$p" "CREATE:$work/out" ||
+		return 1
+	hps-vm-peer --wait "$id" 120 || return 1
+	got=$(sha256sum <"$work/out" | cut -d' ' -f1)
+	[ "$got" = "$want" ] || { echo "# sha256 $got, want $want"; return 1; }
+}
+check "socat from the peer over AF_HPS (IPv6), sha256 equal" socat_pull
+
+# Python's http.server and urllib, both unmodified.
+http() {
+	local p id got
+	p=$(port)
+	id=$(hps-vm-peer --bg sh -c "cd $peerwork && exec $run python3 -m http.server --bind $HPS_PEER $p") ||
+		return 1
+	hps-vm-peer hps-vm-wait-listen "$p" 60 || { hps-vm-peer --kill "$id"; return 1; }
+	got=$(timeout 120 "$run" python3 -c "import hashlib, urllib.request
+print(hashlib.sha256(urllib.request.urlopen('http://$HPS_PEER:$p/src').read()).hexdigest())")
+	hps-vm-peer --kill "$id"
+	[ "$got" = "$want" ] || { echo "# sha256 '$got', want $want"; return 1; }
+}
+check "python3 http.server to urllib over AF_HPS, sha256 equal" http
+
+# Every connection above was an AF_HPS one (over RDMA), not TCP.
+all_hps() { [ $(($(active) - before)) -eq 3 ]; }
+check "the three connections were AF_HPS connections (conn_active +3)" all_hps
+sed 's/^/# /' /proc/net/hps_stat
+
+rm -rf "$work"
+hps-vm-peer rm -rf "$peerwork"
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+[ "$fail" = 0 ]

@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hps_run and libhps-preload.so (tools/preload/): which sockets an
+ * unmodified program gets when run under hps_run, in each mode, with rules,
+ * with and without the module, and across fork+exec. The program under test
+ * is peer_sockprobe, which prints SO_DOMAIN and the descriptor flags of the
+ * sockets it creates.
+ *
+ * Tests that need real AF_HPS sockets skip where socket(AF_HPS) fails (a
+ * host without af_hps.ko); each rules case is also checked in dry-run mode,
+ * whose decisions are logged without the module. Where the module is
+ * loaded, its absence is simulated with the library's testing hook
+ * HPS_RUN_AF (a family number the kernel does not know).
+ *
+ * Nothing here depends on what bind/listen/connect on an AF_HPS socket
+ * return: only the family each socket ends up with is checked.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/af_hps.h>
+
+#include "kselftest_harness.h"
+
+#define MISSING_MSG \
+	"AF_HPS not available (is af_hps.ko loaded?): falling back to TCP"
+/* A family number socket(2) rejects with EAFNOSUPPORT (>= AF_MAX). */
+#define NO_SUCH_AF	"46"
+
+struct run {
+	char out[16384];
+	char err[16384];
+	int status;		/* exit status, or 128 + signal */
+};
+
+static char top_dir[PATH_MAX];
+static char probe_path[PATH_MAX + 32];
+static char hps_run_path[PATH_MAX + 32];
+
+static void find_paths(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (top_dir[0])
+		return;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	*slash = '\0';			/* .../selftests */
+	snprintf(probe_path, sizeof(probe_path), "%s/peer_sockprobe", exe);
+	slash = strrchr(exe, '/');
+	*slash = '\0';			/* the tree */
+	snprintf(top_dir, sizeof(top_dir), "%s", exe);
+	snprintf(hps_run_path, sizeof(hps_run_path),
+		 "%s/tools/preload/hps_run", top_dir);
+}
+
+static int hps_available(void)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* The environment that simulates a missing module where it is loaded. */
+static const char *missing_env(void)
+{
+	return hps_available() ? "HPS_RUN_AF=" NO_SUCH_AF : "";
+}
+
+static void slurp(int fd, char *buf, size_t len)
+{
+	ssize_t n, got = 0;
+
+	lseek(fd, 0, SEEK_SET);
+	while ((size_t)got < len - 1 &&
+	       (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += n;
+	buf[got] = '\0';
+	close(fd);
+}
+
+/*
+ * Run a command (NULL-terminated arguments; "@run" stands for hps_run,
+ * "@probe" for peer_sockprobe) with the HPS_RUN_* and LD_PRELOAD variables
+ * of this process cleared and those in env ("K=V K=V ...") set.
+ */
+static int run(struct run *r, const char *env, ...)
+{
+	char *argv[64], envbuf[1024], *save = NULL, *kv;
+	char tmpl_o[] = "/tmp/hps_preload.XXXXXX";
+	char tmpl_e[] = "/tmp/hps_preload.XXXXXX";
+	int argc = 0, fo, fe, status;
+	va_list ap;
+	pid_t pid;
+
+	find_paths();
+	va_start(ap, env);
+	while (argc < 63 && (argv[argc] = va_arg(ap, char *))) {
+		if (!strcmp(argv[argc], "@run"))
+			argv[argc] = hps_run_path;
+		else if (!strcmp(argv[argc], "@probe"))
+			argv[argc] = probe_path;
+		argc++;
+	}
+	argv[argc] = NULL;
+	va_end(ap);
+
+	fo = mkstemp(tmpl_o);
+	fe = mkstemp(tmpl_e);
+	if (fo < 0 || fe < 0)
+		return -1;
+	unlink(tmpl_o);
+	unlink(tmpl_e);
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		static const char *const clear[] = {
+			"HPS_RUN_MODE", "HPS_RUN_RULES", "HPS_RUN_FALLBACK",
+			"HPS_RUN_DEBUG", "HPS_RUN_DRYRUN", "HPS_RUN_AF",
+			"LD_PRELOAD",
+		};
+		unsigned int i;
+
+		for (i = 0; i < sizeof(clear) / sizeof(clear[0]); i++)
+			unsetenv(clear[i]);
+		snprintf(envbuf, sizeof(envbuf), "%s", env);
+		for (kv = strtok_r(envbuf, " ", &save); kv;
+		     kv = strtok_r(NULL, " ", &save)) {
+			char *eq = strchr(kv, '=');
+
+			if (eq) {
+				*eq = '\0';
+				setenv(kv, eq + 1, 1);
+			}
+		}
+		dup2(fo, STDOUT_FILENO);
+		dup2(fe, STDERR_FILENO);
+		execv(argv[0], argv);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	r->status = WIFEXITED(status) ? WEXITSTATUS(status) :
+		    128 + WTERMSIG(status);
+	slurp(fo, r->out, sizeof(r->out));
+	slurp(fe, r->err, sizeof(r->err));
+	return 0;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* A rules file in /tmp; the name goes to path (PATH_MAX). */
+static int write_rules(char *path, const char *text)
+{
+	int fd;
+
+	strcpy(path, "/tmp/hps_run_rules.XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/* An unused TCP port on the loopback, for a rule to name. */
+static int free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd, port = -1;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (!bind(fd, (void *)&sin, sizeof(sin)) &&
+	    !getsockname(fd, (void *)&sin, &len))
+		port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
+#define NEED_HPS() do {							\
+	if (!hps_available())						\
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?"); \
+} while (0)
+
+#define EXPECT_LINE(r, line)						\
+	EXPECT_NE(NULL, strstr((r)->out, line))			\
+		TH_LOG("want '%s' in:\n%s\nstderr:\n%s", line, (r)->out, (r)->err)
+
+#define EXPECT_LOG(r, text)						\
+	EXPECT_NE(NULL, strstr((r)->err, text))			\
+		TH_LOG("want '%s' in stderr:\n%s", text, (r)->err)
+
+TEST(usage)
+{
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, "", "@run", "-h", NULL));
+	EXPECT_EQ(0, r.status);
+	EXPECT_NE(NULL, strstr(r.out, "usage: hps_run"));
+
+	ASSERT_EQ(0, run(&r, "", "@run", NULL));
+	EXPECT_EQ(2, r.status);
+	EXPECT_NE(NULL, strstr(r.err, "usage: hps_run"));
+
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", "/nonexistent/rules", "true",
+			 NULL));
+	EXPECT_NE(0, r.status);
+	EXPECT_LOG(&r, "cannot read rules file");
+}
+
+/* hps_run appends to an existing LD_PRELOAD instead of replacing it. */
+TEST(ld_preload_appended)
+{
+	char want[PATH_MAX + 64];
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, "LD_PRELOAD=libc.so.6", "@run", "/bin/sh", "-c",
+			 "echo \"$LD_PRELOAD\"", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	snprintf(want, sizeof(want),
+		 "libc.so.6 %s/tools/preload/libhps-preload.so\n", top_dir);
+	EXPECT_STREQ(want, r.out);
+}
+
+TEST(all_mode_moves_tcp_only)
+{
+	struct run r;
+
+	NEED_HPS();
+	ASSERT_EQ(0, run(&r, "", "@run", "@probe", "tcp4", "tcp6", "tcp4p",
+			 "tcp6p", "udp4", "udp6", "unix", "seqpacket", "raw",
+			 NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=22 ");
+	EXPECT_LINE(&r, "sock tcp6 domain=22 ");
+	EXPECT_LINE(&r, "sock tcp4p domain=22 ");
+	EXPECT_LINE(&r, "sock tcp6p domain=22 ");
+	EXPECT_LINE(&r, "sock udp4 domain=2 ");
+	EXPECT_LINE(&r, "sock udp6 domain=10 ");
+	EXPECT_LINE(&r, "sock unix domain=1 ");
+	EXPECT_LINE(&r, "sock seqpacket domain=1 ");
+	/* Raw needs CAP_NET_RAW; if it was created it must stay AF_INET. */
+	EXPECT_EQ(NULL, strstr(r.out, "sock raw domain=22"));
+	EXPECT_EQ(NULL, strstr(r.err, "not available"));
+}
+
+/* Dry run: decisions logged, nothing moved; works without the module. */
+TEST(dry_run_logs_decisions)
+{
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "@probe", "tcp4", "tcp6",
+			 "udp4", "unix", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	EXPECT_LINE(&r, "sock tcp6 domain=10 ");
+	EXPECT_LINE(&r, "sock udp4 domain=2 ");
+	EXPECT_LOG(&r, "tcp4 socket -> hps (mode all; dry run: kept tcp)");
+	EXPECT_LOG(&r, "tcp6 socket -> hps (mode all; dry run: kept tcp)");
+	EXPECT_EQ(2, count(r.err, "socket -> ")) TH_LOG("%s", r.err);
+	EXPECT_EQ(NULL, strstr(r.err, "not available"));
+}
+
+TEST(socket_flags_preserved)
+{
+	struct run r;
+
+	NEED_HPS();
+	ASSERT_EQ(0, run(&r, "", "@run", "@probe", "tcp4,nb,ce", "tcp6,nb",
+			 "tcp4,ce", "tcp6", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=1 cloexec=1");
+	EXPECT_LINE(&r, "sock tcp6 domain=22 nonblock=1 cloexec=0");
+	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=1");
+	EXPECT_LINE(&r, "sock tcp6 domain=22 nonblock=0 cloexec=0");
+}
+
+TEST(socket_flags_preserved_on_fallback)
+{
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, missing_env(), "@run", "@probe", "tcp4,nb,ce",
+			 "tcp6,nb", "tcp4,ce", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=1 cloexec=1");
+	EXPECT_LINE(&r, "sock tcp6 domain=10 nonblock=1 cloexec=0");
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=1");
+}
+
+TEST(mode_none)
+{
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, "HPS_RUN_MODE=none HPS_RUN_DEBUG=1", "@run",
+			 "@probe", "tcp4", "tcp6", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	EXPECT_LINE(&r, "sock tcp6 domain=10 ");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (mode none)");
+
+	ASSERT_EQ(0, run(&r, "", "@run", "-m", "none", "@probe", "tcp4",
+			 NULL));
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	EXPECT_EQ(NULL, strstr(r.err, "not available"));
+}
+
+/* Missing module: one message, TCP sockets, everything else untouched. */
+TEST(missing_module_falls_back)
+{
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, missing_env(), "@run", "@probe", "tcp4", "tcp6",
+			 "tcp4", "udp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	EXPECT_LINE(&r, "sock tcp6 domain=10 ");
+	EXPECT_LINE(&r, "sock udp4 domain=2 ");
+	EXPECT_EQ(1, count(r.err, MISSING_MSG)) TH_LOG("stderr:\n%s", r.err);
+	EXPECT_EQ(1, count(r.err, "\n")) TH_LOG("stderr:\n%s", r.err);
+}
+
+TEST(missing_module_error)
+{
+	char env[128];
+	struct run r;
+
+	snprintf(env, sizeof(env), "HPS_RUN_FALLBACK=error %s", missing_env());
+	ASSERT_EQ(0, run(&r, env, "@run", "@probe", "tcp4", "udp4", "unix",
+			 NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 socket=EAFNOSUPPORT");
+	EXPECT_LINE(&r, "sock udp4 domain=2 ");
+	EXPECT_LINE(&r, "sock unix domain=1 ");
+	EXPECT_LOG(&r, "AF_HPS not available (is af_hps.ko loaded?)");
+
+	ASSERT_EQ(0, run(&r, missing_env(), "@run", "-f", "error", "@probe",
+			 "tcp6", NULL));
+	EXPECT_LINE(&r, "sock tcp6 socket=EAFNOSUPPORT");
+}
+
+/* Rules that settle a socket's fate without an address act in socket(). */
+TEST(rules_decided_at_socket)
+{
+	char rules[PATH_MAX];
+	struct run r;
+
+	ASSERT_EQ(0, write_rules(rules,
+		"# every TCP socket, both directions\n"
+		"use hps listen *:*\n"
+		"use hps connect *\n"));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 "tcp6", NULL));
+	EXPECT_LOG(&r, "tcp4 socket -> hps (");
+	EXPECT_LOG(&r, ":2; dry run: kept tcp)");
+	EXPECT_EQ(NULL, strstr(r.err, "pending"));
+	if (hps_available()) {
+		ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe", "tcp4",
+				 "tcp6", NULL));
+		EXPECT_LINE(&r, "sock tcp4 domain=22 ");
+		EXPECT_LINE(&r, "sock tcp6 domain=22 ");
+	}
+	unlink(rules);
+
+	/* An IPv6 rule cannot match an IPv4 socket: only tcp6 waits. */
+	ASSERT_EQ(0, write_rules(rules,
+		"use tcp connect [fd00::]/8:*\n"
+		"default hps\n"));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 "tcp6", NULL));
+	EXPECT_LOG(&r, "tcp4 socket -> hps (default; dry run");
+	EXPECT_LOG(&r, "tcp6 socket -> tcp for now, pending");
+	unlink(rules);
+
+	ASSERT_EQ(0, write_rules(rules, "default tcp\n"));
+	ASSERT_EQ(0, run(&r, "HPS_RUN_DEBUG=1", "@run", "-r", rules, "@probe",
+			 "tcp4", NULL));
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (default)");
+	unlink(rules);
+}
+
+static const char connect_rules[] =
+	"use hps connect 127.0.0.0/8:5000-6000\n"
+	"use tcp connect *:*\n"
+	"use hps listen *:*\n";
+
+/* Connect rules by address and port: decided at connect(). */
+TEST(rules_connect_by_address_and_port)
+{
+	char rules[PATH_MAX];
+	struct run r;
+
+	ASSERT_EQ(0, write_rules(rules, connect_rules));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe",
+			 "tcp4,nb,connect=127.0.0.1:5555",
+			 "tcp4,nb,connect=127.0.0.1:7000",
+			 "tcp6,nb,connect=[::ffff:127.0.0.1]:5001",
+			 "tcp6,nb,connect=[::1]:5555", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, "connect 127.0.0.1:5555 -> hps (");
+	EXPECT_LOG(&r, "connect 127.0.0.1:7000 -> tcp (");
+	EXPECT_LOG(&r, "connect [::ffff:127.0.0.1]:5001 -> hps (");
+	EXPECT_LOG(&r, "connect [::1]:5555 -> tcp (");
+	EXPECT_EQ(5, count(r.err, "pending")) TH_LOG("%s", r.err);
+
+	if (hps_available()) {
+		ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe",
+				 "tcp4,nb,ce,connect=127.0.0.1:5555",
+				 "tcp4,nb,connect=127.0.0.1:7000",
+				 "tcp6,nb,connect=[::ffff:127.0.0.1]:5001",
+				 "tcp6,nb,connect=[::1]:5555", "tcp4", NULL));
+		ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+		/* Re-created on the same descriptor, flags kept. */
+		EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=1 cloexec=1");
+		EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=1 cloexec=0");
+		EXPECT_LINE(&r, "sock tcp6 domain=22 nonblock=1");
+		EXPECT_LINE(&r, "sock tcp6 domain=10 nonblock=1");
+		/* Never connected: pending sockets stay what they were. */
+		EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0\n");
+	}
+	unlink(rules);
+}
+
+/* Listen rules by port: decided at listen(), options carried over. */
+TEST(rules_listen_by_port)
+{
+	char rules[PATH_MAX], text[256], bind_tcp[64];
+	struct run r;
+	int port = free_port();
+
+	ASSERT_LT(0, port);
+	snprintf(text, sizeof(text),
+		 "use tcp listen *:%d\nuse hps listen *:*\nuse tcp connect *:*\n",
+		 port);
+	ASSERT_EQ(0, write_rules(rules, text));
+	snprintf(bind_tcp, sizeof(bind_tcp), "tcp4,opt,bind=127.0.0.1:%d,listen",
+		 port);
+
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", bind_tcp,
+			 "tcp4,bind=127.0.0.1:0,listen", "tcp6,listen",
+			 "tcp4,nb,connect=127.0.0.1:5555", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 reuseaddr=1 bind=ok listen=ok");
+	snprintf(text, sizeof(text), "listen 127.0.0.1:%d -> tcp (", port);
+	EXPECT_LOG(&r, text);
+	EXPECT_LOG(&r, "listen [::]:0 -> hps (");
+	EXPECT_LOG(&r, "connect 127.0.0.1:5555 -> tcp (");
+
+	if (hps_available()) {
+		ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe",
+				 bind_tcp, "tcp4,opt,bind=127.0.0.1:0,listen",
+				 "tcp6,nb,listen",
+				 "tcp4,nb,connect=127.0.0.1:5555", NULL));
+		ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+		EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 reuseaddr=1 bind=ok listen=ok");
+		/* Moved at listen(), SO_REUSEADDR carried over. */
+		EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=0 reuseaddr=1");
+		EXPECT_LINE(&r, "sock tcp6 domain=22 nonblock=1");
+		EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=1");
+	}
+	unlink(rules);
+}
+
+/* Pending sockets whose rule says hps, with the module missing. */
+TEST(rules_fallback_at_connect)
+{
+	char rules[PATH_MAX], env[128];
+	struct run r;
+
+	ASSERT_EQ(0, write_rules(rules, connect_rules));
+	ASSERT_EQ(0, run(&r, missing_env(), "@run", "-r", rules, "@probe",
+			 "tcp4,nb,connect=127.0.0.1:5555",
+			 "tcp4,nb,connect=127.0.0.1:5556", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_EQ(2, count(r.out, "sock tcp4 domain=2 nonblock=1"))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(1, count(r.err, MISSING_MSG)) TH_LOG("%s", r.err);
+
+	snprintf(env, sizeof(env), "HPS_RUN_FALLBACK=error %s", missing_env());
+	ASSERT_EQ(0, run(&r, env, "@run", "-r", rules, "@probe",
+			 "tcp4,nb,connect=127.0.0.1:5555", NULL));
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=1 cloexec=0 connect=EAFNOSUPPORT");
+	unlink(rules);
+}
+
+TEST(rules_bad_line_reported)
+{
+	char rules[PATH_MAX];
+	struct run r;
+
+	ASSERT_EQ(0, write_rules(rules,
+		"use hps sideways *:*\n"
+		"use tcp connect 300.1.1.1:80\n"
+		"use tcp any *:1-\n"
+		"default tcp\n"));
+	ASSERT_EQ(0, run(&r, "HPS_RUN_DEBUG=1", "@run", "-r", rules,
+			 "@probe", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_EQ(3, count(r.err, "cannot parse rule")) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, ":1: cannot parse rule");
+	EXPECT_LOG(&r, ":3: cannot parse rule");
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	unlink(rules);
+}
+
+/* LD_PRELOAD travels through exec; a cleared environment drops it. */
+TEST(exec_inherits_preload)
+{
+	struct run r;
+
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "@probe", "tcp4", "fork-exec",
+			 "tcp6", "fork-exec-clean", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "child tcp6 domain=10 ");
+	EXPECT_LINE(&r, "child tcp4 domain=2 ");
+	/* Parent and child decided; the clean grandchild did not. */
+	EXPECT_EQ(2, count(r.err, "socket -> hps")) TH_LOG("%s", r.err);
+
+	if (hps_available()) {
+		ASSERT_EQ(0, run(&r, "", "@run", "@probe", "tcp4",
+				 "fork-exec", "tcp6", "fork-exec-clean",
+				 "tcp4", NULL));
+		ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+		EXPECT_LINE(&r, "sock tcp4 domain=22 ");
+		EXPECT_LINE(&r, "child tcp6 domain=22 ");
+		EXPECT_LINE(&r, "child tcp4 domain=2 ");
+	}
+}
+
+/*
+ * A real program: Python's socket module. socket.socket().family is the
+ * family Python asked for (it caches its argument), so it stays AF_INET;
+ * the kernel's answer is SO_DOMAIN.
+ */
+TEST(python_socket)
+{
+	static const char prog[] =
+		"import socket\n"
+		"s = socket.socket()\n"
+		"d = s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)\n"
+		"print(d, int(s.family))\n";
+	struct run r;
+
+	ASSERT_EQ(0, access("/usr/bin/python3", X_OK)) TH_LOG("python3 missing");
+	ASSERT_EQ(0, run(&r, missing_env(), "@run", "/usr/bin/python3", "-c",
+			 prog, NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_STREQ("2 2\n", r.out);
+	EXPECT_LOG(&r, MISSING_MSG);
+	if (hps_available()) {
+		ASSERT_EQ(0, run(&r, "", "@run", "/usr/bin/python3", "-c",
+				 prog, NULL));
+		ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+		EXPECT_STREQ("22 2\n", r.out);
+	}
+}
+
+/* A real program (socat, installed by tools/deps.sh): dry-run decision. */
+TEST(socat_dry_run)
+{
+	char dst[64];
+	struct run r;
+	int port = free_port();
+
+	ASSERT_LT(0, port);
+	ASSERT_EQ(0, access("/usr/bin/socat", X_OK)) TH_LOG("socat missing: make deps");
+	snprintf(dst, sizeof(dst), "TCP4:127.0.0.1:%d", port);
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "/usr/bin/socat", "-u",
+			 "OPEN:/dev/null", dst, NULL));
+	EXPECT_LOG(&r, "socket -> hps (mode all; dry run");
+}
+
+TEST_HARNESS_MAIN

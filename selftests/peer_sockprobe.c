@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * peer_sockprobe: helper of hps_preload (not a test itself). Creates the
+ * sockets named on its command line, optionally sets an option, binds,
+ * listens or connects them, and prints one line per socket with the family
+ * the kernel reports (SO_DOMAIN) and the descriptor flags, so that a test
+ * can run it under hps_run and see what the preload library did.
+ *
+ *   peer_sockprobe [-p LABEL] SPEC... [fork-exec|fork-exec-clean SPEC...]
+ *
+ * SPEC is KIND[,OPT]... with KIND one of tcp4, tcp6, tcp4p, tcp6p (protocol
+ * IPPROTO_TCP), udp4, udp6, unix, seqpacket (AF_UNIX), raw (AF_INET
+ * SOCK_RAW, needs CAP_NET_RAW), and OPT one of nb (SOCK_NONBLOCK), ce
+ * (SOCK_CLOEXEC), opt (SO_REUSEADDR before anything else, reported back),
+ * bind=ADDR, listen, connect=ADDR; ADDR is a.b.c.d:PORT or [v6]:PORT.
+ * Output, one line per socket:
+ *
+ *   LABEL KIND domain=N nonblock=0|1 cloexec=0|1 [reuseaddr=N] [bind=ok|ERR]
+ *         [listen=ok|ERR] [connect=ok|ERR]      (one line)
+ *
+ * or "LABEL KIND socket=ERR" when socket() failed. The domain is read after
+ * every action, so it is the final one even if bind/connect failed.
+ * fork-exec runs this program again (with LABEL "child") on the remaining
+ * specs and waits for it; fork-exec-clean does the same with an empty
+ * environment.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *errname(int err)
+{
+	const char *s = strerrorname_np(err);
+
+	return s ? s : "E?";
+}
+
+static int parse_addr(const char *s, struct sockaddr_storage *ss,
+		      socklen_t *len)
+{
+	char buf[128], *colon;
+	struct sockaddr_in *sin = (void *)ss;
+	struct sockaddr_in6 *sin6 = (void *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	snprintf(buf, sizeof(buf), "%s", s);
+	colon = strrchr(buf, ':');
+	if (!colon)
+		return -1;
+	*colon = '\0';
+	if (buf[0] == '[') {
+		char *end = strchr(buf, ']');
+
+		if (!end)
+			return -1;
+		*end = '\0';
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(atoi(colon + 1));
+		*len = sizeof(*sin6);
+		return inet_pton(AF_INET6, buf + 1, &sin6->sin6_addr) == 1 ? 0 : -1;
+	}
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(atoi(colon + 1));
+	*len = sizeof(*sin);
+	return inet_pton(AF_INET, buf, &sin->sin_addr) == 1 ? 0 : -1;
+}
+
+static int probe(const char *label, const char *spec)
+{
+	char buf[256], *kind, *opt, *save = NULL, out[512];
+	int domain, type = 0, proto = 0, fd, n, val;
+	socklen_t len = sizeof(val);
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	kind = strtok_r(buf, ",", &save);
+	if (!kind)
+		return -1;
+	if (!strcmp(kind, "tcp4") || !strcmp(kind, "tcp4p"))
+		domain = AF_INET, type = SOCK_STREAM;
+	else if (!strcmp(kind, "tcp6") || !strcmp(kind, "tcp6p"))
+		domain = AF_INET6, type = SOCK_STREAM;
+	else if (!strcmp(kind, "udp4"))
+		domain = AF_INET, type = SOCK_DGRAM;
+	else if (!strcmp(kind, "udp6"))
+		domain = AF_INET6, type = SOCK_DGRAM;
+	else if (!strcmp(kind, "unix"))
+		domain = AF_UNIX, type = SOCK_STREAM;
+	else if (!strcmp(kind, "seqpacket"))
+		domain = AF_UNIX, type = SOCK_SEQPACKET;
+	else if (!strcmp(kind, "raw"))
+		domain = AF_INET, type = SOCK_RAW, proto = IPPROTO_ICMP;
+	else
+		return -1;
+	if (kind[strlen(kind) - 1] == 'p')
+		proto = IPPROTO_TCP;
+
+	/* First pass: the socket() flags. */
+	{
+		char tmp[256], *o, *s2 = NULL;
+
+		snprintf(tmp, sizeof(tmp), "%s", spec);
+		for (o = strtok_r(tmp, ",", &s2); o; o = strtok_r(NULL, ",", &s2)) {
+			if (!strcmp(o, "nb"))
+				type |= SOCK_NONBLOCK;
+			else if (!strcmp(o, "ce"))
+				type |= SOCK_CLOEXEC;
+		}
+	}
+	fd = socket(domain, type, proto);
+	if (fd < 0) {
+		printf("%s %s socket=%s\n", label, kind, errname(errno));
+		return 0;
+	}
+	n = 0;
+	out[0] = '\0';
+	while ((opt = strtok_r(NULL, ",", &save))) {
+		struct sockaddr_storage ss;
+		socklen_t alen;
+		const char *res;
+
+		if (!strcmp(opt, "nb") || !strcmp(opt, "ce"))
+			continue;
+		if (!strcmp(opt, "opt")) {
+			val = 1;
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &val,
+				   sizeof(val));
+			continue;
+		}
+		if (!strcmp(opt, "listen")) {
+			res = listen(fd, 8) ? errname(errno) : "ok";
+			n += snprintf(out + n, sizeof(out) - n, " listen=%s",
+				      res);
+			continue;
+		}
+		if (!strncmp(opt, "bind=", 5) || !strncmp(opt, "connect=", 8)) {
+			int is_bind = opt[0] == 'b';
+
+			if (parse_addr(strchr(opt, '=') + 1, &ss, &alen))
+				return -1;
+			if (is_bind)
+				res = bind(fd, (void *)&ss, alen) ?
+				      errname(errno) : "ok";
+			else
+				res = connect(fd, (void *)&ss, alen) ?
+				      errname(errno) : "ok";
+			n += snprintf(out + n, sizeof(out) - n, " %s=%s",
+				      is_bind ? "bind" : "connect", res);
+			continue;
+		}
+		return -1;
+	}
+	val = -1;
+	len = sizeof(val);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &val, &len))
+		val = -errno;
+	printf("%s %s domain=%d nonblock=%d cloexec=%d", label, kind, val,
+	       !!(fcntl(fd, F_GETFL) & O_NONBLOCK),
+	       !!(fcntl(fd, F_GETFD) & FD_CLOEXEC));
+	if (strstr(spec, ",opt")) {
+		val = -1;
+		len = sizeof(val);
+		getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &val, &len);
+		printf(" reuseaddr=%d", val);
+	}
+	printf("%s\n", out);
+	/* Kept open: later sockets get other numbers, like a real program. */
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *label = "sock";
+	int i = 1;
+
+	if (argc > 2 && !strcmp(argv[1], "-p")) {
+		label = argv[2];
+		i = 3;
+	}
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "fork-exec") ||
+		    !strcmp(argv[i], "fork-exec-clean")) {
+			char *empty[] = { NULL };
+			int clean = !strcmp(argv[i], "fork-exec-clean");
+			int status;
+			pid_t pid;
+
+			fflush(stdout);
+			pid = fork();
+			if (pid < 0)
+				return 1;
+			if (!pid) {
+				char *nargv[argc + 3];
+				int j, k = 0;
+
+				nargv[k++] = "peer_sockprobe";
+				nargv[k++] = "-p";
+				nargv[k++] = "child";
+				for (j = i + 1; j < argc; j++)
+					nargv[k++] = argv[j];
+				nargv[k] = NULL;
+				if (clean)
+					execve("/proc/self/exe", nargv, empty);
+				else
+					execv("/proc/self/exe", nargv);
+				_exit(127);
+			}
+			if (waitpid(pid, &status, 0) != pid ||
+			    !WIFEXITED(status) || WEXITSTATUS(status))
+				return 1;
+			return 0;
+		}
+		if (probe(label, argv[i])) {
+			fprintf(stderr, "peer_sockprobe: bad spec '%s'\n",
+				argv[i]);
+			return 2;
+		}
+		fflush(stdout);
+	}
+	return 0;
+}

@@ -1,0 +1,859 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libhps-preload.so: LD_PRELOAD library behind hps_run(1). It makes an
+ * unmodified program's TCP stream sockets AF_HPS sockets; see
+ * Documentation/preload.rst.
+ *
+ * Only socket() decides. When the configuration alone settles the fate of
+ * a new TCP socket (mode all or none, or rules that all give the same
+ * answer whatever address the socket is later used with), socket() creates
+ * the final socket at once and the library never sees it again. Only when
+ * the answer depends on an address (a "listen" rule on a port, a "connect"
+ * rule on a subnet) is the socket created as TCP and remembered as pending;
+ * listen() and connect() then decide with the address in hand and, if the
+ * socket must move, re-create it as AF_HPS on the same descriptor number
+ * (dup3), carrying over O_NONBLOCK, FD_CLOEXEC, the options the program set
+ * with setsockopt() and the local address it bound. That is why listen(),
+ * connect() and setsockopt() are interposed too; for every other descriptor
+ * they are a single relaxed load and a call through.
+ *
+ * Nothing is allocated after start-up: the rules live in a static table,
+ * the pending sockets in a static array indexed by descriptor number.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/af_hps.h>
+
+#define HPS_EXPORT	__attribute__((visibility("default")))
+
+#define HPS_MAX_RULES	256
+#define HPS_MAX_FD	4096	/* pending sockets above this stay TCP */
+#define HPS_MAX_OPTS	16	/* setsockopt() calls remembered per socket */
+#define HPS_OPT_LEN	32	/* largest option value remembered */
+#define HPS_RULES_MAX	65536	/* largest rules file read */
+#define HPS_DEFAULT_RULES "/etc/hps_run.conf"
+
+enum hps_mode { MODE_ALL, MODE_NONE, MODE_RULES };
+enum hps_action { ACT_TCP, ACT_HPS };
+enum hps_dir { DIR_LISTEN = 1, DIR_CONNECT = 2, DIR_ANY = 3 };
+
+struct hps_rule {
+	int action;
+	int dir;
+	int af;			/* 0: any address; AF_INET or AF_INET6 */
+	unsigned char addr[16];
+	int prefix;		/* bits of addr that must match */
+	unsigned int port_lo, port_hi;
+	int line;
+};
+
+static struct {
+	int mode;
+	int fallback_error;
+	int debug;
+	int dryrun;
+	int af;			/* family to move sockets to (AF_HPS) */
+	int default_action;
+	int nrules;
+	struct hps_rule rules[HPS_MAX_RULES];
+	const char *rules_path;
+} cfg;
+
+struct hps_opt {
+	int level, name;
+	socklen_t len;
+	unsigned char val[HPS_OPT_LEN];
+};
+
+struct hps_pending {
+	atomic_int live;	/* read without the lock: the fast path */
+	dev_t dev;		/* identify the socket, not just the number: */
+	ino_t ino;		/* close() is not interposed */
+	int type;		/* without SOCK_NONBLOCK / SOCK_CLOEXEC */
+	int protocol;
+	int nopts;
+	struct hps_opt opts[HPS_MAX_OPTS];
+};
+
+static struct hps_pending pending[HPS_MAX_FD];
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_int fallback_said;
+
+static int (*real_socket)(int, int, int);
+static int (*real_connect)(int, const struct sockaddr *, socklen_t);
+static int (*real_listen)(int, int);
+static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
+
+static char rules_buf[HPS_RULES_MAX + 1];
+
+/* Messages go straight to fd 2 with one write(): no stdio, no malloc. */
+static void say(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n, m;
+	int saved = errno;
+
+	n = snprintf(buf, sizeof(buf), "hps_run[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* A failed write has nowhere else to be reported. */
+	if (write(STDERR_FILENO, buf, n) < 0)
+		errno = saved;
+	errno = saved;
+}
+
+#define dbg(...) do { if (cfg.debug) say(__VA_ARGS__); } while (0)
+
+/* The one message the brief promises, once per process. */
+static void say_fallback(int err)
+{
+	if (atomic_exchange(&fallback_said, 1))
+		return;
+	if (err == EAFNOSUPPORT)
+		say("AF_HPS not available (is af_hps.ko loaded?): %s",
+		    cfg.fallback_error ? "failing the call" :
+					 "falling back to TCP");
+	else
+		say("cannot create an AF_HPS socket (%s): %s", strerror(err),
+		    cfg.fallback_error ? "failing the call" :
+					 "falling back to TCP");
+}
+
+static int sys_socket(int domain, int type, int protocol)
+{
+	return syscall(SYS_socket, domain, type, protocol);
+}
+
+static int sys_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	return syscall(SYS_connect, fd, sa, len);
+}
+
+static int sys_listen(int fd, int backlog)
+{
+	return syscall(SYS_listen, fd, backlog);
+}
+
+static int sys_setsockopt(int fd, int level, int name, const void *val,
+			  socklen_t len)
+{
+	return syscall(SYS_setsockopt, fd, level, name, val, len);
+}
+
+static void *next_sym(const char *name, void *fallback)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	return p ? p : fallback;
+}
+
+/* ---- rules file -------------------------------------------------------- */
+
+static int parse_ports(const char *s, struct hps_rule *r)
+{
+	char *end;
+	unsigned long lo, hi;
+
+	if (!strcmp(s, "*")) {
+		r->port_lo = 0;
+		r->port_hi = 65535;
+		return 0;
+	}
+	errno = 0;
+	lo = strtoul(s, &end, 10);
+	if (end == s || errno || lo > 65535)
+		return -1;
+	hi = lo;
+	if (*end == '-') {
+		s = end + 1;
+		hi = strtoul(s, &end, 10);
+		if (end == s || errno || hi > 65535 || hi < lo)
+			return -1;
+	}
+	if (*end)
+		return -1;
+	r->port_lo = lo;
+	r->port_hi = hi;
+	return 0;
+}
+
+static int parse_prefix(const char *s, int max)
+{
+	char *end;
+	long v;
+
+	if (!*s)
+		return max;
+	if (*s != '/')
+		return -1;
+	v = strtol(s + 1, &end, 10);
+	if (end == s + 1 || *end || v < 0 || v > max)
+		return -1;
+	return v;
+}
+
+/* ADDR:PORTS with ADDR one of *, a.b.c.d[/n], [v6][/n]; or a lone "*". */
+static int parse_spec(char *s, struct hps_rule *r)
+{
+	char *colon, *close;
+	int max;
+
+	if (!strcmp(s, "*")) {
+		r->af = 0;
+		return parse_ports("*", r);
+	}
+	if (*s == '[') {
+		close = strchr(s, ']');
+		if (!close)
+			return -1;
+		*close = '\0';
+		colon = strrchr(close + 1, ':');
+		if (!colon)
+			return -1;
+		*colon = '\0';
+		if (inet_pton(AF_INET6, s + 1, r->addr) != 1)
+			return -1;
+		r->af = AF_INET6;
+		max = 128;
+		r->prefix = parse_prefix(close + 1, max);
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -1;
+		*colon = '\0';
+		if (!strcmp(s, "*")) {
+			r->af = 0;
+			r->prefix = 0;
+		} else {
+			char *slash = strchr(s, '/');
+			char pfx[8] = "";
+
+			if (slash) {
+				if (strlen(slash) >= sizeof(pfx))
+					return -1;
+				strcpy(pfx, slash);
+				*slash = '\0';
+			}
+			if (inet_pton(AF_INET, s, r->addr) != 1)
+				return -1;
+			r->af = AF_INET;
+			r->prefix = parse_prefix(pfx, 32);
+		}
+	}
+	if (r->prefix < 0)
+		return -1;
+	return parse_ports(colon + 1, r);
+}
+
+static int parse_action(const char *s)
+{
+	if (!strcmp(s, "hps"))
+		return ACT_HPS;
+	if (!strcmp(s, "tcp"))
+		return ACT_TCP;
+	return -1;
+}
+
+static void parse_line(char *line, int lineno)
+{
+	char *tok[6];
+	int n = 0, act;
+	char *save = NULL, *p;
+	struct hps_rule r;
+
+	p = strchr(line, '#');
+	if (p)
+		*p = '\0';
+	for (p = strtok_r(line, " \t\r", &save); p && n < 6;
+	     p = strtok_r(NULL, " \t\r", &save))
+		tok[n++] = p;
+	if (!n)
+		return;
+
+	if (!strcmp(tok[0], "default") && n == 2) {
+		act = parse_action(tok[1]);
+		if (act < 0)
+			goto bad;
+		cfg.default_action = act;
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.line = lineno;
+	if (strcmp(tok[0], "use") || n != 4)
+		goto bad;
+	r.action = parse_action(tok[1]);
+	if (r.action < 0)
+		goto bad;
+	if (!strcmp(tok[2], "listen"))
+		r.dir = DIR_LISTEN;
+	else if (!strcmp(tok[2], "connect"))
+		r.dir = DIR_CONNECT;
+	else if (!strcmp(tok[2], "any"))
+		r.dir = DIR_ANY;
+	else
+		goto bad;
+	if (parse_spec(tok[3], &r))
+		goto bad;
+	if (cfg.nrules == HPS_MAX_RULES) {
+		say("%s:%d: more than %d rules: rule ignored", cfg.rules_path,
+		    lineno, HPS_MAX_RULES);
+		return;
+	}
+	cfg.rules[cfg.nrules++] = r;
+	return;
+bad:
+	say("%s:%d: cannot parse rule (want 'use hps|tcp listen|connect|any ADDR:PORTS' or 'default hps|tcp'): line ignored",
+	    cfg.rules_path, lineno);
+}
+
+static int load_rules(const char *path)
+{
+	ssize_t n, got = 0;
+	char *line, *nl;
+	int fd, lineno = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (got < HPS_RULES_MAX &&
+	       (n = read(fd, rules_buf + got, HPS_RULES_MAX - got)) > 0)
+		got += n;
+	close(fd);
+	if (n < 0)
+		return -1;
+	rules_buf[got] = '\0';
+	for (line = rules_buf; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		parse_line(line, ++lineno);
+	}
+	return 0;
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+static const char *act_name(int act);
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&pending_lock);
+}
+
+static void atfork_release(void)
+{
+	pthread_mutex_unlock(&pending_lock);
+}
+
+static void hps_init(void)
+{
+	const char *mode, *fb, *v;
+
+	real_socket = next_sym("socket", sys_socket);
+	real_connect = next_sym("connect", sys_connect);
+	real_listen = next_sym("listen", sys_listen);
+	real_setsockopt = next_sym("setsockopt", sys_setsockopt);
+	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+
+	v = getenv("HPS_RUN_DEBUG");
+	cfg.debug = v && *v && strcmp(v, "0");
+	v = getenv("HPS_RUN_DRYRUN");
+	cfg.dryrun = v && *v && strcmp(v, "0");
+	if (cfg.dryrun)
+		cfg.debug = 1;
+	/* Testing hook: the family number to move sockets to. */
+	v = getenv("HPS_RUN_AF");
+	cfg.af = v && *v ? atoi(v) : AF_HPS;
+	cfg.default_action = ACT_HPS;
+
+	fb = getenv("HPS_RUN_FALLBACK");
+	if (fb && !strcmp(fb, "error"))
+		cfg.fallback_error = 1;
+	else if (fb && *fb && strcmp(fb, "tcp"))
+		say("HPS_RUN_FALLBACK=%s is neither tcp nor error: using tcp",
+		    fb);
+
+	cfg.rules_path = getenv("HPS_RUN_RULES");
+	if (cfg.rules_path && !*cfg.rules_path)
+		cfg.rules_path = NULL;
+	mode = getenv("HPS_RUN_MODE");
+	if (mode && !*mode)
+		mode = NULL;
+	if (!mode) {
+		if (cfg.rules_path || !access(HPS_DEFAULT_RULES, R_OK))
+			mode = "rules";
+		else
+			mode = "all";
+	}
+	if (!strcmp(mode, "all")) {
+		cfg.mode = MODE_ALL;
+	} else if (!strcmp(mode, "none")) {
+		cfg.mode = MODE_NONE;
+	} else if (!strcmp(mode, "rules")) {
+		cfg.mode = MODE_RULES;
+		if (!cfg.rules_path)
+			cfg.rules_path = HPS_DEFAULT_RULES;
+		if (load_rules(cfg.rules_path)) {
+			say("cannot read rules file %s (%s): leaving all sockets TCP",
+			    cfg.rules_path, strerror(errno));
+			cfg.mode = MODE_NONE;
+		}
+	} else {
+		say("HPS_RUN_MODE=%s is not all, none or rules: leaving all sockets TCP",
+		    mode);
+		cfg.mode = MODE_NONE;
+	}
+	dbg("mode %s%s%s, %d rule(s), default %s, fallback %s%s",
+	    cfg.mode == MODE_ALL ? "all" : cfg.mode == MODE_NONE ? "none" :
+	    "rules", cfg.mode == MODE_RULES ? " from " : "",
+	    cfg.mode == MODE_RULES ? cfg.rules_path : "", cfg.nrules,
+	    act_name(cfg.default_action), cfg.fallback_error ? "error" : "tcp",
+	    cfg.dryrun ? ", dry run" : "");
+}
+
+static inline void hps_init_once(void)
+{
+	pthread_once(&init_once, hps_init);
+}
+
+/* ---- decisions ---------------------------------------------------------- */
+
+static const char *act_name(int act)
+{
+	return act == ACT_HPS ? "hps" : "tcp";
+}
+
+/* Could a rule ever match a socket of this family? */
+static int rule_fits_family(const struct hps_rule *r, int family)
+{
+	/* An IPv4 rule also matches v4-mapped addresses on IPv6 sockets. */
+	return !r->af || r->af == AF_INET || family == AF_INET6;
+}
+
+static int rule_is_wildcard(const struct hps_rule *r)
+{
+	return !r->af && r->port_lo == 0 && r->port_hi == 65535;
+}
+
+/*
+ * At socket() time: the action if every rule that might match (and the
+ * default, unless wildcard rules cover both directions first) agrees, else
+ * -1 (pending). *why gets the deciding rule's line, 0 for the default.
+ */
+static int decide_at_create(int family, int *why)
+{
+	int seen = 0, covered = 0, i, line = 0;
+
+	for (i = 0; i < cfg.nrules && covered != DIR_ANY; i++) {
+		const struct hps_rule *r = &cfg.rules[i];
+
+		if (!rule_fits_family(r, family))
+			continue;
+		if (!seen)
+			line = r->line;
+		seen |= 1 << r->action;
+		if (rule_is_wildcard(r))
+			covered |= r->dir;
+	}
+	if (covered != DIR_ANY)
+		seen |= 1 << cfg.default_action;
+	*why = line;
+	if (seen == 1 << ACT_HPS)
+		return ACT_HPS;
+	if (seen == 1 << ACT_TCP)
+		return ACT_TCP;
+	return -1;
+}
+
+static int rule_matches(const struct hps_rule *r, int dir,
+			const struct sockaddr *sa)
+{
+	const unsigned char *a;
+	unsigned int port;
+	int af, bytes, bits;
+	static const unsigned char mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+
+	if (!(r->dir & dir))
+		return 0;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)sa;
+
+		a = (const unsigned char *)&sin->sin_addr;
+		port = ntohs(sin->sin_port);
+		af = AF_INET;
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)sa;
+
+		a = sin6->sin6_addr.s6_addr;
+		port = ntohs(sin6->sin6_port);
+		af = AF_INET6;
+		if (r->af == AF_INET && !memcmp(a, mapped, sizeof(mapped))) {
+			a += 12;
+			af = AF_INET;
+		}
+	}
+	if (port < r->port_lo || port > r->port_hi)
+		return 0;
+	if (!r->af)
+		return 1;
+	if (r->af != af)
+		return 0;
+	bytes = r->prefix / 8;
+	bits = r->prefix % 8;
+	if (memcmp(a, r->addr, bytes))
+		return 0;
+	if (bits && ((a[bytes] ^ r->addr[bytes]) & (0xff00 >> bits) & 0xff))
+		return 0;
+	return 1;
+}
+
+static int decide_with_addr(int dir, const struct sockaddr *sa, int *why)
+{
+	int i;
+
+	for (i = 0; i < cfg.nrules; i++) {
+		if (rule_matches(&cfg.rules[i], dir, sa)) {
+			*why = cfg.rules[i].line;
+			return cfg.rules[i].action;
+		}
+	}
+	*why = 0;
+	return cfg.default_action;
+}
+
+static void fmt_addr(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)sa;
+
+		inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(sin->sin_port));
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, ntohs(sin6->sin6_port));
+	}
+}
+
+static void fmt_why(int line, char *buf, size_t len)
+{
+	if (cfg.mode == MODE_ALL)
+		snprintf(buf, len, "mode all");
+	else if (cfg.mode == MODE_NONE)
+		snprintf(buf, len, "mode none");
+	else if (line)
+		snprintf(buf, len, "%s:%d", cfg.rules_path, line);
+	else
+		snprintf(buf, len, "default");
+}
+
+static int eligible(int domain, int type, int protocol)
+{
+	return (domain == AF_INET || domain == AF_INET6) &&
+	       type == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
+static const char *fam_name(int domain)
+{
+	return domain == AF_INET ? "tcp4" : "tcp6";
+}
+
+/* ---- pending sockets ---------------------------------------------------- */
+
+/* Called with pending_lock held: is fd still the socket we remembered? */
+static struct hps_pending *pending_get(int fd)
+{
+	struct hps_pending *p = &pending[fd];
+	struct stat st;
+
+	if (!atomic_load_explicit(&p->live, memory_order_relaxed))
+		return NULL;
+	if (fstat(fd, &st) || st.st_dev != p->dev || st.st_ino != p->ino) {
+		atomic_store(&p->live, 0);	/* closed and reused */
+		return NULL;
+	}
+	return p;
+}
+
+static int pending_maybe(int fd)
+{
+	return fd >= 0 && fd < HPS_MAX_FD &&
+	       atomic_load_explicit(&pending[fd].live, memory_order_relaxed);
+}
+
+static int pending_add(int fd, int type, int protocol)
+{
+	struct hps_pending *p;
+	struct stat st;
+
+	if (fd >= HPS_MAX_FD || fstat(fd, &st))
+		return -1;
+	pthread_mutex_lock(&pending_lock);
+	p = &pending[fd];
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	p->type = type;
+	p->protocol = protocol;
+	p->nopts = 0;
+	atomic_store(&p->live, 1);
+	pthread_mutex_unlock(&pending_lock);
+	return 0;
+}
+
+static void pending_record_opt(int fd, int level, int name, const void *val,
+			       socklen_t len)
+{
+	struct hps_pending *p;
+	int i;
+
+	pthread_mutex_lock(&pending_lock);
+	p = pending_get(fd);
+	if (!p)
+		goto out;
+	if (len > HPS_OPT_LEN || !val) {
+		dbg("fd %d: option %d/%d too large to carry over", fd, level,
+		    name);
+		goto out;
+	}
+	for (i = 0; i < p->nopts; i++)
+		if (p->opts[i].level == level && p->opts[i].name == name)
+			break;
+	if (i == HPS_MAX_OPTS) {
+		dbg("fd %d: too many options to carry over", fd);
+		goto out;
+	}
+	if (i == p->nopts)
+		p->nopts++;
+	p->opts[i].level = level;
+	p->opts[i].name = name;
+	p->opts[i].len = len;
+	memcpy(p->opts[i].val, val, len);
+out:
+	pthread_mutex_unlock(&pending_lock);
+}
+
+/*
+ * Re-create pending socket fd as cfg.af on the same descriptor number.
+ * Called with pending_lock held. Returns 0 when fd is now AF_HPS, 1 when it
+ * stays TCP (fallback), -1 with errno when the caller must fail.
+ */
+static int pending_switch(int fd, struct hps_pending *p)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen = sizeof(ss);
+	int fl, fdfl, nfd, i, err, bound;
+
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	if (fl < 0 || fdfl < 0)
+		return -1;
+	bound = !getsockname(fd, (struct sockaddr *)&ss, &slen) &&
+		(ss.ss_family == AF_INET ?
+		 ((struct sockaddr_in *)&ss)->sin_port :
+		 ((struct sockaddr_in6 *)&ss)->sin6_port) != 0;
+
+	nfd = real_socket(cfg.af, p->type | SOCK_CLOEXEC, p->protocol);
+	if (nfd < 0) {
+		err = errno;
+		say_fallback(err);
+		if (cfg.fallback_error) {
+			errno = err;
+			return -1;
+		}
+		return 1;
+	}
+	if ((fl & O_NONBLOCK) && fcntl(nfd, F_SETFL, O_NONBLOCK))
+		goto fail;
+	for (i = 0; i < p->nopts; i++) {
+		struct hps_opt *o = &p->opts[i];
+
+		if (real_setsockopt(nfd, o->level, o->name, o->val, o->len))
+			dbg("fd %d: option %d/%d not carried over: %s", fd,
+			    o->level, o->name, strerror(errno));
+	}
+	if (dup3(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		goto fail;
+	close(nfd);
+	if (bound && bind(fd, (struct sockaddr *)&ss, slen)) {
+		err = errno;
+		dbg("fd %d: re-binding the local address failed: %s", fd,
+		    strerror(err));
+		errno = err;
+		return -1;
+	}
+	return 0;
+fail:
+	err = errno;
+	close(nfd);
+	errno = err;
+	return -1;
+}
+
+/*
+ * listen()/connect() on a pending socket: decide with the address and move
+ * the socket if the rules say so. Returns 0 to go on with the real call,
+ * -1 with errno to fail it.
+ */
+static int pending_resolve(int fd, int dir, const struct sockaddr *sa,
+			   socklen_t salen)
+{
+	struct sockaddr_storage ss;
+	struct hps_pending *p;
+	char a[INET6_ADDRSTRLEN + 16], why[300];
+	int act, line, ret = 0;
+
+	pthread_mutex_lock(&pending_lock);
+	p = pending_get(fd);
+	if (!p)
+		goto out;
+	if (dir == DIR_LISTEN) {
+		socklen_t len = sizeof(ss);
+
+		if (getsockname(fd, (struct sockaddr *)&ss, &len))
+			goto out;
+		sa = (struct sockaddr *)&ss;
+	} else if (!sa || salen < sizeof(struct sockaddr_in) ||
+		   (sa->sa_family != AF_INET &&
+		    (sa->sa_family != AF_INET6 ||
+		     salen < sizeof(struct sockaddr_in6)))) {
+		goto out;	/* AF_UNSPEC disconnect, bad address: kernel's */
+	}
+	atomic_store(&p->live, 0);
+	act = decide_with_addr(dir, sa, &line);
+	fmt_addr(sa, a, sizeof(a));
+	fmt_why(line, why, sizeof(why));
+	if (act == ACT_TCP) {
+		dbg("fd %d: %s %s -> tcp (%s)", fd,
+		    dir == DIR_LISTEN ? "listen" : "connect", a, why);
+		goto out;
+	}
+	if (cfg.dryrun) {
+		dbg("fd %d: %s %s -> hps (%s; dry run: kept tcp)", fd,
+		    dir == DIR_LISTEN ? "listen" : "connect", a, why);
+		goto out;
+	}
+	ret = pending_switch(fd, p);
+	if (ret >= 0)
+		dbg("fd %d: %s %s -> %s (%s)", fd,
+		    dir == DIR_LISTEN ? "listen" : "connect", a,
+		    ret ? "tcp: fallback" : "hps", why);
+	ret = ret < 0 ? -1 : 0;
+out:
+	pthread_mutex_unlock(&pending_lock);
+	return ret;
+}
+
+/* ---- the interposed calls ----------------------------------------------- */
+
+HPS_EXPORT int socket(int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int act, line, fd, err;
+	char why[300];
+
+	hps_init_once();
+	if (!eligible(domain, base, protocol))
+		return real_socket(domain, type, protocol);
+
+	if (cfg.mode == MODE_ALL)
+		act = ACT_HPS, line = 0;
+	else if (cfg.mode == MODE_NONE)
+		act = ACT_TCP, line = 0;
+	else
+		act = decide_at_create(domain, &line);
+	fmt_why(line, why, sizeof(why));
+
+	if (act == ACT_TCP) {
+		fd = real_socket(domain, type, protocol);
+		dbg("fd %d: %s socket -> tcp (%s)", fd, fam_name(domain), why);
+		return fd;
+	}
+	if (act < 0) {
+		fd = real_socket(domain, type, protocol);
+		if (fd < 0)
+			return fd;
+		if (pending_add(fd, base, protocol))
+			dbg("fd %d: %s socket -> tcp (cannot track descriptor %d for the rules)",
+			    fd, fam_name(domain), fd);
+		else
+			dbg("fd %d: %s socket -> tcp for now, pending (rules depend on the address)",
+			    fd, fam_name(domain));
+		return fd;
+	}
+	if (cfg.dryrun) {
+		fd = real_socket(domain, type, protocol);
+		dbg("fd %d: %s socket -> hps (%s; dry run: kept tcp)", fd,
+		    fam_name(domain), why);
+		return fd;
+	}
+	fd = real_socket(cfg.af, type, protocol);
+	if (fd >= 0) {
+		dbg("fd %d: %s socket -> hps (%s)", fd, fam_name(domain), why);
+		return fd;
+	}
+	err = errno;
+	say_fallback(err);
+	if (cfg.fallback_error) {
+		errno = err;
+		return -1;
+	}
+	fd = real_socket(domain, type, protocol);
+	dbg("fd %d: %s socket -> tcp (fallback)", fd, fam_name(domain));
+	return fd;
+}
+
+HPS_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	hps_init_once();
+	if (pending_maybe(fd) && pending_resolve(fd, DIR_CONNECT, sa, len))
+		return -1;
+	return real_connect(fd, sa, len);
+}
+
+HPS_EXPORT int listen(int fd, int backlog)
+{
+	hps_init_once();
+	if (pending_maybe(fd) && pending_resolve(fd, DIR_LISTEN, NULL, 0))
+		return -1;
+	return real_listen(fd, backlog);
+}
+
+HPS_EXPORT int setsockopt(int fd, int level, int name, const void *val,
+			  socklen_t len)
+{
+	int ret;
+
+	hps_init_once();
+	ret = real_setsockopt(fd, level, name, val, len);
+	if (!ret && pending_maybe(fd))
+		pending_record_opt(fd, level, name, val, len);
+	return ret;
+}
