@@ -18,6 +18,27 @@
 #include "kselftest_harness.h"
 #include "hps_util.h"
 
+/* A connected pair (RDMA loopback) for the pair and conn fixtures. */
+static void hps_pair_setup(struct __test_metadata *_metadata, int *cfd, int *afd)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	*cfd = *afd = -1;
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	close(fd);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, hps_pair(cfd, afd));
+}
+
+static void hps_pair_teardown(int cfd, int afd)
+{
+	if (cfd >= 0)
+		close(cfd);
+	if (afd >= 0)
+		close(afd);
+}
+
 FIXTURE(pair)
 {
 	int cfd, afd;
@@ -25,21 +46,12 @@ FIXTURE(pair)
 
 FIXTURE_SETUP(pair)
 {
-	int fd = socket(AF_HPS, SOCK_STREAM, 0);
-
-	if (fd < 0 && errno == EAFNOSUPPORT)
-		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
-	close(fd);
-	signal(SIGPIPE, SIG_IGN);
-	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
+	hps_pair_setup(_metadata, &self->cfd, &self->afd);
 }
 
 FIXTURE_TEARDOWN(pair)
 {
-	if (self->cfd >= 0)
-		close(self->cfd);
-	if (self->afd >= 0)
-		close(self->afd);
+	hps_pair_teardown(self->cfd, self->afd);
 }
 
 struct sender {
@@ -154,21 +166,12 @@ FIXTURE(conn)
 
 FIXTURE_SETUP(conn)
 {
-	int fd = socket(AF_HPS, SOCK_STREAM, 0);
-
-	if (fd < 0 && errno == EAFNOSUPPORT)
-		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
-	close(fd);
-	signal(SIGPIPE, SIG_IGN);
-	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
+	hps_pair_setup(_metadata, &self->cfd, &self->afd);
 }
 
 FIXTURE_TEARDOWN(conn)
 {
-	if (self->cfd >= 0)
-		close(self->cfd);
-	if (self->afd >= 0)
-		close(self->afd);
+	hps_pair_teardown(self->cfd, self->afd);
 }
 
 TEST_F(conn, dontwait_empty)

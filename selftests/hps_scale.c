@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_HPS at scale and across exec(): a thousand concurrent connections on
+ * one device, each carrying its own checked message, and a socket dup2()'d
+ * onto a child's standard input and output across exec(), inetd style,
+ * with an unmodified program (cat) echoing a checksummed stream.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "hps_util.h"
+
+static long sysctl_rd(const char *name)
+{
+	char path[128], buf[32] = "";
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			v = strtol(buf, NULL, 10);
+		fclose(f);
+	}
+	return v;
+}
+
+static int sysctl_wr(const char *name, long v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%ld\n", v) > 0 ? 0 : -1;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+enum { NCONN = 1000 };
+
+FIXTURE(thousand)
+{
+	long credits, buf_size;
+	int l, c[NCONN], a[NCONN];
+};
+
+FIXTURE_SETUP(thousand)
+{
+	struct rlimit rl = { 4 * NCONN, 4 * NCONN };
+	int i;
+
+	for (i = 0; i < NCONN; i++)
+		self->c[i] = self->a[i] = -1;
+	self->l = -1;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	self->credits = sysctl_rd("credits");
+	self->buf_size = sysctl_rd("buf_size");
+	ASSERT_GT(self->credits, 0) TH_LOG("net.hps missing: is af_hps.ko loaded?");
+	/* Small windows: 2,000 QPs (both ends on this node) fit the guest. */
+	ASSERT_EQ(0, sysctl_wr("credits", 2));
+	ASSERT_EQ(0, sysctl_wr("buf_size", 4096));
+}
+
+FIXTURE_TEARDOWN(thousand)
+{
+	int i;
+
+	for (i = 0; i < NCONN; i++) {
+		if (self->c[i] >= 0)
+			close(self->c[i]);
+		if (self->a[i] >= 0)
+			close(self->a[i]);
+	}
+	if (self->l >= 0)
+		close(self->l);
+	sysctl_wr("credits", self->credits);
+	sysctl_wr("buf_size", self->buf_size);
+}
+
+/*
+ * A thousand connections open at once (two thousand sockets with a QP each
+ * on the one device, sharing its CQ), every one carrying its own message
+ * both ways, then all closed.
+ */
+TEST_F_TIMEOUT(thousand, concurrent_connections, 600)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	double t0 = hps_now();
+	int port, i;
+
+	self->l = hps_listener(&port, 128);
+	ASSERT_GE(self->l, 0);
+	for (i = 0; i < NCONN; i++) {
+		self->c[i] = hps_connect_to(addr, port);
+		ASSERT_GE(self->c[i], 0) TH_LOG("connection %d: %s", i, strerror(errno));
+		self->a[i] = accept(self->l, NULL, NULL);
+		ASSERT_GE(self->a[i], 0) TH_LOG("accept %d: %s", i, strerror(errno));
+	}
+	TH_LOG("%d connections up in %.1f s", NCONN, hps_now() - t0);
+	for (i = 0; i < NCONN; i++) {
+		char m[16];
+
+		snprintf(m, sizeof(m), "to%06d", i);
+		ASSERT_EQ(8, send(self->c[i], m, 8, 0));
+		snprintf(m, sizeof(m), "fr%06d", i);
+		ASSERT_EQ(8, send(self->a[i], m, 8, 0));
+	}
+	for (i = 0; i < NCONN; i++) {
+		char want[16], got[8];
+
+		snprintf(want, sizeof(want), "to%06d", i);
+		ASSERT_EQ(8, recv(self->a[i], got, 8, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(want, got, 8)) TH_LOG("connection %d", i);
+		snprintf(want, sizeof(want), "fr%06d", i);
+		ASSERT_EQ(8, recv(self->c[i], got, 8, MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(want, got, 8)) TH_LOG("connection %d", i);
+	}
+	/* Orderly close of every connection: each end sees EOF. */
+	for (i = 0; i < NCONN; i++) {
+		char b;
+
+		ASSERT_EQ(0, shutdown(self->c[i], SHUT_WR));
+		ASSERT_EQ(0, recv(self->a[i], &b, 1, 0));
+		close(self->a[i]);
+		self->a[i] = -1;
+		ASSERT_EQ(0, recv(self->c[i], &b, 1, 0));
+		close(self->c[i]);
+		self->c[i] = -1;
+	}
+	TH_LOG("all done in %.1f s", hps_now() - t0);
+}
+
+struct echo_check {
+	int fd;
+	size_t len;
+	const char *buf;
+	ssize_t ret;
+};
+
+static void *write_then_shut(void *arg)
+{
+	struct echo_check *e = arg;
+
+	e->ret = hps_write_all(e->fd, e->buf, e->len);
+	shutdown(e->fd, SHUT_WR);
+	return NULL;
+}
+
+/*
+ * inetd style: the accepted socket becomes a child's stdin and stdout and
+ * the child exec()s cat, which knows nothing of AF_HPS. 4 MiB of random
+ * data go through it and back; EOF ends cat, which exits 0.
+ */
+TEST(exec_dup2_stdio_cat)
+{
+	size_t n = 4 << 20;
+	char *tx = malloc(n), *rx = malloc(n);
+	struct echo_check e;
+	int c, a, status;
+	pthread_t t;
+	pid_t pid;
+	char b;
+
+	ASSERT_NE(NULL, tx);
+	ASSERT_NE(NULL, rx);
+	ASSERT_EQ(0, hps_pair(&c, &a));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (dup2(a, 0) < 0 || dup2(a, 1) < 0)
+			_exit(100);
+		close(a);
+		close(c);
+		execl("/bin/cat", "cat", (char *)NULL);
+		_exit(101);
+	}
+	close(a);
+	hps_fill_random(tx, n);
+	e = (struct echo_check){ c, n, tx, 0 };
+	ASSERT_EQ(0, pthread_create(&t, NULL, write_then_shut, &e));
+	EXPECT_EQ((ssize_t)n, hps_read_all(c, rx, n));
+	pthread_join(t, NULL);
+	EXPECT_EQ((ssize_t)n, e.ret);
+	EXPECT_EQ(0, memcmp(tx, rx, n));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* cat closed its stdout: EOF here. */
+	EXPECT_EQ(0, recv(c, &b, 1, 0));
+	close(c);
+	free(tx);
+	free(rx);
+}
+
+TEST_HARNESS_MAIN
