@@ -51,7 +51,10 @@ peer_start() {
 			return 1
 		}
 	else
-		sleep 1
+		# a TCP (or AF_SMC's internal TCP) listener: ask ss on the peer
+		hps-vm-peer sh -c "for i in \$(seq 200); do
+			ss -Hltn 'sport = :$port' | grep -q . && exit 0; sleep 0.1
+			done; exit 1" >/dev/null 2>&1 || { sleep 0.5; return 1; }
 	fi
 }
 
@@ -63,7 +66,7 @@ peer_stop() {
 }
 
 first_error() {
-	grep -v -E '^\s*$' "$@" 2>/dev/null | grep -i -E 'error|fail|unable|not supported|couldn|timeout|refused|hps-bench:' |
+	grep -h -v -E '^\s*$' "$@" 2>/dev/null | grep -i -E 'error|fail|unable|not supported|couldn|timeout|refused|hps-bench:' |
 		head -n 2 | tr '\n' ' ' | sed 's/ *$//'
 }
 
