@@ -88,7 +88,7 @@ perftest_lat() {
 	local line
 	line=$(awk '$1 == 64 && NF >= 9 { print $5, $8, $9, $6 }' "$tmp/out" | tail -n1)
 	if [ $rc -ne 0 ] || [ -z "$line" ]; then
-		note "$name: ib_send_lat failed (status $rc): $(first_error "$tmp/out" "$tmp/server")"
+		note "$name: ib_send_lat failed (status $rc$([ $rc = 124 ] && echo ", timed out after 120 s")): $(first_error "$tmp/out" "$tmp/server")"
 		return
 	fi
 	read -r med[$name] p99[$name] p999[$name] mean[$name] <<<"$line"
