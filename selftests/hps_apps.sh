@@ -17,11 +17,13 @@ check() {
 	else fail=$((fail + 1)); echo "not ok $n $name"; fi
 }
 port() { echo $((20000 + RANDOM % 20000)); }
-work=$(mktemp -d /tmp/hps_apps.XXXXXX)
+# In the project tree, which both guests mount: the peer sees the files.
+mkdir -p "$top/build"
+work=$(mktemp -d "$top/build/hps_apps.XXXXXX")
 head -c $((24 << 20)) /dev/urandom >"$work/in"
 want=$(sha256sum <"$work/in" | cut -d' ' -f1)
-peerwork=/tmp/hps_apps.peer
-hps-vm-peer sh -c "rm -rf $peerwork; mkdir -p $peerwork"
+peerwork=$work/peer
+mkdir -p "$peerwork"
 
 active() { awk '$1 == "conn_active" { print $2 }' /proc/net/hps_stat; }
 before=$(active)
@@ -79,6 +81,5 @@ check "the three connections were AF_HPS connections (conn_active +3)" all_hps
 sed 's/^/# /' /proc/net/hps_stat
 
 rm -rf "$work"
-hps-vm-peer rm -rf "$peerwork"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" = 0 ]
