@@ -85,7 +85,13 @@ struct hps_hdr {
 
 /* ---- limits ---- */
 
-#define HPS_CREDITS_MIN		2
+/*
+ * At least three: a window of W leaves the sender at least W - 1 credits,
+ * since the peer holds back at most one credit of control messages alone
+ * (it waits for two before an explicit update), and DATA and FIN need two.
+ * With W = 2 a FIN could wait forever behind one stranded credit.
+ */
+#define HPS_CREDITS_MIN		3
 #define HPS_CREDITS_MAX		1024
 #define HPS_BUF_MIN		4096
 #define HPS_BUF_MAX		(1024 * 1024)

@@ -227,6 +227,7 @@ TEST(bad_hellos_rejected)
 		{ "magic", 0x12345678, 1, 4, 65536, 16 },
 		{ "version", 0x48505331, 2, 4, 65536, 16 },
 		{ "credits 0", 0x48505331, 1, 0, 65536, 16 },
+		{ "credits 2, below the minimum window", 0x48505331, 1, 2, 65536, 16 },
 		{ "credits huge", 0x48505331, 1, 100000, 65536, 16 },
 		{ "buf tiny", 0x48505331, 1, 4, 16, 16 },
 		{ "buf huge", 0x48505331, 1, 4, 0x7fffffff, 16 },

@@ -48,7 +48,7 @@ static const struct {
 	const char *name, *low, *high, *ok;
 	long def;
 } knobs[] = {
-	{ "credits", "1", "1025", "8", 16 },
+	{ "credits", "2", "1025", "8", 16 },
 	{ "buf_size", "4095", "1048577", "8192", 65536 },
 	{ "ack_thresh", "0", "101", "25", 50 },
 	{ "inline_max", "-1", "1025", "0", 128 },
