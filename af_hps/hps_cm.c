@@ -685,6 +685,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 {
 	struct hps_sock *hs = hps_sk(sk);
 	struct rdma_cm_id *destroy = NULL;
+	bool aborted;
 	int err;
 
 	if (event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -733,12 +734,18 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		destroy = hps_fail(hs, -hps_cm_errno(event, status));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		err = 0;
-		if (!test_bit(HPS_F_FIN_RCVD, &hs->flags) &&
-		    !test_bit(HPS_F_ABORTED, &hs->flags) &&
-		    !sock_flag(sk, SOCK_DEAD))
-			err = ECONNRESET;
-		destroy = hps_fail(hs, err);
+		/*
+		 * The peer's last data and FIN may still wait in the CQ:
+		 * tear down first (ib_drain_qp() runs every completion
+		 * before it), then tell a graceful close from a reset.
+		 */
+		aborted = test_bit(HPS_F_ABORTED, &hs->flags);
+		destroy = hps_fail(hs, 0);
+		if (!aborted && !test_bit(HPS_F_FIN_RCVD, &hs->flags) &&
+		    !sock_flag(sk, SOCK_DEAD)) {
+			WRITE_ONCE(sk->sk_err, ECONNRESET);
+			sk_error_report(sk);
+		}
 		break;
 	default:
 		pr_debug("unexpected rdma_cm event %s (%d)\n",
