@@ -177,6 +177,23 @@ static int hps_addr_get(struct sockaddr *addr, int len,
 	}
 }
 
+/*
+ * Undo the hps_cm_create_id() of a bind() or listen() that failed: the id
+ * goes, and the socket lock with it (ids are destroyed without it).
+ *
+ * Context: process, socket lock held; released on return.
+ */
+static void hps_cm_drop_new_id(struct sock *sk)
+{
+	struct hps_sock *hs = hps_sk(sk);
+	struct rdma_cm_id *id = hs->cm_id;
+
+	sock_owned_by_me(sk);
+	hs->cm_id = NULL;
+	release_sock(sk);
+	hps_cm_destroy_id(sk, id);
+}
+
 /**
  * hps_bind() - proto_ops.bind
  * @sock: the socket
@@ -190,7 +207,6 @@ int hps_bind(struct socket *sock, struct sockaddr *addr, int len)
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	struct sockaddr_storage ss;
-	struct rdma_cm_id *id;
 	bool created = false;
 	int err;
 
@@ -215,10 +231,7 @@ int hps_bind(struct socket *sock, struct sockaddr *addr, int len)
 		if (err == -ENODEV || err == -EINVAL)
 			err = -EADDRNOTAVAIL;
 		if (created) {
-			id = hs->cm_id;
-			hs->cm_id = NULL;
-			release_sock(sk);
-			hps_cm_destroy_id(sk, id);
+			hps_cm_drop_new_id(sk);
 			return err;
 		}
 		goto out;
@@ -263,11 +276,7 @@ int hps_listen(struct socket *sock, int backlog)
 	err = rdma_listen(hs->cm_id, backlog);
 	if (err) {
 		if (created) {
-			struct rdma_cm_id *id = hs->cm_id;
-
-			hs->cm_id = NULL;
-			release_sock(sk);
-			hps_cm_destroy_id(sk, id);
+			hps_cm_drop_new_id(sk);
 			return err;
 		}
 		goto out;

@@ -12,7 +12,9 @@
  * everything back and the client checks the returned stream as well.
  * The server serves --count connections (default 1; 0: for ever).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdint.h>
@@ -25,6 +27,8 @@
 #include <unistd.h>
 #include <pthread.h>
 #include <linux/af_hps.h>
+
+#include "hps_addr.h"
 
 #define CHUNK	(1 << 20)
 
@@ -52,22 +56,8 @@ static double now(void)
 static int parse_addr(const char *a, const char *p, struct sockaddr_storage *ss,
 		      socklen_t *len)
 {
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, a, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(atoi(p));
-		*len = sizeof(*sin);
+	if (!hps_parse_addr(a, atoi(p), ss, len))
 		return 0;
-	}
-	if (inet_pton(AF_INET6, a, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(atoi(p));
-		*len = sizeof(*sin6);
-		return 0;
-	}
 	fprintf(stderr, "bad address %s\n", a);
 	return -1;
 }

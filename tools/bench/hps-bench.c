@@ -56,6 +56,8 @@
 #include <rdma/rsocket.h>
 #include <linux/af_hps.h>
 
+#include "../hps_addr.h"
+
 #ifndef AF_SMC
 #define AF_SMC 43
 #endif
@@ -259,28 +261,6 @@ static void set_opts(int fd)
 	}
 }
 
-static int parse_addr(const char *a, int port, struct sockaddr_storage *ss,
-		      socklen_t *len)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (inet_pton(AF_INET, a, &sin->sin_addr) == 1) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		*len = sizeof(*sin);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, a, &sin6->sin6_addr) == 1) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		*len = sizeof(*sin6);
-		return 0;
-	}
-	return -1;
-}
-
 /*
  * Stream checksum: a polynomial hash over the stream's 64-bit little-endian
  * words at 8-byte-aligned offsets, h = (h + w) * K, the last partial word
@@ -412,7 +392,7 @@ static int server(const char *bind_addr, int port)
 	socklen_t len;
 	int l, one = 1;
 
-	if (parse_addr(bind_addr, port, &ss, &len))
+	if (hps_parse_addr(bind_addr, port, &ss, &len))
 		fail("bad address %s", bind_addr);
 	l = x_socket(ss.ss_family);
 	if (l < 0)
@@ -463,7 +443,7 @@ static int connect_to(const char *addr, int port)
 	socklen_t len;
 	int fd;
 
-	if (parse_addr(addr, port, &ss, &len))
+	if (hps_parse_addr(addr, port, &ss, &len))
 		fail("bad address %s", addr);
 	fd = x_socket(ss.ss_family);
 	if (fd < 0)
