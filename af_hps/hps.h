@@ -40,7 +40,7 @@
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
 #define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
-#define HPS_PROTO_VERSION	1
+#define HPS_PROTO_VERSION	2
 
 /**
  * struct hps_hello - CM private data of the connect request and reply
@@ -67,10 +67,18 @@ enum hps_msg_type {
 	HPS_MSG_ABORT	= 4,	/* connection reset; len 0 */
 };
 
+/*
+ * Flag in hps_hdr.type, on any message: the sender has received the
+ * receiver's FIN. Sent once per connection, on the first message after the
+ * FIN arrived (a CREDIT at once if nothing else goes out).
+ */
+#define HPS_MSG_F_FIN_ACK	0x80
+#define HPS_MSG_TYPE_MASK	0x7f
+
 /**
  * struct hps_hdr - header at the start of every SEND
  * @version: %HPS_PROTO_VERSION
- * @type: enum hps_msg_type
+ * @type: enum hps_msg_type, ORed with %HPS_MSG_F_FIN_ACK
  * @credits: receive buffers the sender has reposted since its last message
  * @len: payload bytes following the header
  */
@@ -159,8 +167,11 @@ enum {
 	HPS_F_CONN_UP,		/* QP usable: post WRs */
 	HPS_F_FIN_PENDING,	/* queue a FIN after the data */
 	HPS_F_FIN_SENT,		/* FIN posted */
-	HPS_F_FIN_DONE,		/* FIN completed (peer has it) */
+	HPS_F_FIN_CQE,		/* FIN's send completed */
+	HPS_F_FIN_ACKED,	/* peer acknowledged our FIN */
+	HPS_F_FIN_DONE,		/* both of the above: peer has the FIN */
 	HPS_F_FIN_RCVD,		/* peer's FIN received */
+	HPS_F_FIN_ACK_OWED,	/* tell the peer we have its FIN */
 	HPS_F_ABORTED,		/* ABORT sent or connection reset */
 	HPS_F_TEARDOWN,		/* teardown requested from connd */
 	HPS_F_WAS_CONN,		/* connection was established once */
@@ -338,6 +349,8 @@ bool hps_tx_writable(struct hps_sock *hs);
 void hps_send_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
+bool hps_tx_fin_step(struct hps_sock *hs, int bit);
+void hps_tx_fin_done(struct hps_sock *hs);
 
 /* hps_rx.c */
 int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,

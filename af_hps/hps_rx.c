@@ -57,8 +57,9 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct hps_sock *hs = wc->qp->qp_context;
 	struct sock *sk = &hs->sk;
 	const struct hps_hdr *hdr = b->buf;
-	bool data = false, fin = false;
+	bool data = false, fin = false, fin_done = false;
 	u32 len, credits;
+	u8 type;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
@@ -94,7 +95,16 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	hs->tx_credits += credits;
 	set_bit(HPS_F_PEER_READY, &hs->flags);
 
-	switch (hdr->type) {
+	type = hdr->type & HPS_MSG_TYPE_MASK;
+	if (hdr->type & HPS_MSG_F_FIN_ACK) {
+		/* Only for a FIN we sent, and only once. */
+		if (!test_bit(HPS_F_FIN_SENT, &hs->flags) ||
+		    test_bit(HPS_F_FIN_ACKED, &hs->flags))
+			goto violation;
+		fin_done = hps_tx_fin_step(hs, HPS_F_FIN_ACKED);
+	}
+
+	switch (type) {
 	case HPS_MSG_DATA:
 		if (!len || test_bit(HPS_F_FIN_RCVD, &hs->flags))
 			goto violation;
@@ -121,6 +131,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (len || test_bit(HPS_F_FIN_RCVD, &hs->flags))
 			goto violation;
 		set_bit(HPS_F_FIN_RCVD, &hs->flags);
+		set_bit(HPS_F_FIN_ACK_OWED, &hs->flags);
 		hps_rx_repost(hs, b, false);
 		fin = true;
 		break;
@@ -137,6 +148,8 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (data)
 		sk->sk_data_ready(sk);
+	if (fin_done)
+		hps_tx_fin_done(hs);
 	if (fin) {
 		hps_connd_kick(hs, HPS_W_STATE);
 		sk->sk_state_change(sk);
@@ -265,6 +278,15 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 			break;
 		if (n)
 			continue;
+		if (hps_rx_eof(hs) || sk->sk_err) {
+			/* Data queued before the FIN or the error comes first. */
+			smp_rmb();
+			if (hps_rx_queued(hs))
+				continue;
+		}
+		/* As TCP's SOCK_DONE: a FIN read is EOF, whatever came after. */
+		if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
+			break;
 		if (sk->sk_err) {
 			err = copied ? 0 : sock_error(sk);
 			break;

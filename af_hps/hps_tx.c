@@ -145,6 +145,48 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 	}
 
 	hps_tx_credit_update(hs);
+
+	/* The FIN-ack goes out at once, on a CREDIT if nothing else took it. */
+	if (test_bit(HPS_F_FIN_ACK_OWED, &hs->flags))
+		hps_tx_ctrl(hs, HPS_MSG_CREDIT, true);
+}
+
+/**
+ * hps_tx_fin_step() - one of the two events that complete our FIN
+ * @hs: the connection
+ * @bit: HPS_F_FIN_CQE (its send completed) or HPS_F_FIN_ACKED (the peer
+ *	 says it has it)
+ *
+ * On iWARP a send completion only says the message left this host, so the
+ * FIN is done (the connection may be disconnected once both FINs are done)
+ * only when the peer acknowledged it as well.
+ *
+ * Context: hs->lock held.
+ * Return: true if the FIN became done; the caller then calls
+ * hps_tx_fin_done() after dropping hs->lock.
+ */
+bool hps_tx_fin_step(struct hps_sock *hs, int bit)
+{
+	lockdep_assert_held(&hs->lock);
+	set_bit(bit, &hs->flags);
+	if (!test_bit(HPS_F_FIN_CQE, &hs->flags) ||
+	    !test_bit(HPS_F_FIN_ACKED, &hs->flags))
+		return false;
+	return !test_and_set_bit(HPS_F_FIN_DONE, &hs->flags);
+}
+
+/**
+ * hps_tx_fin_done() - our FIN is done: move the state, maybe tear down
+ * @hs: the connection
+ *
+ * Context: any (softirq); hs->lock not held.
+ */
+void hps_tx_fin_done(struct hps_sock *hs)
+{
+	/* Paired with smp_mb() after sock_orphan() in hps_release(). */
+	smp_mb__after_atomic();
+	hps_connd_kick(hs, HPS_W_STATE);
+	hs->sk.sk_state_change(&hs->sk);
 }
 
 /**
@@ -230,7 +272,6 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct hps_buf *b = container_of(wc->wr_cqe, struct hps_buf, cqe);
 	struct hps_sock *hs = wc->qp->qp_context;
-	struct sock *sk = &hs->sk;
 	bool fin = false;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
@@ -239,18 +280,12 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock(&hs->lock);
 	hs->ctrl_done++;
-	if (b->type == HPS_MSG_FIN) {
-		set_bit(HPS_F_FIN_DONE, &hs->flags);
-		fin = true;
-	}
+	if (b->type == HPS_MSG_FIN)
+		fin = hps_tx_fin_step(hs, HPS_F_FIN_CQE);
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
-	if (fin) {
-		/* Paired with smp_mb() after sock_orphan() in hps_release(). */
-		smp_mb__after_atomic();
-		hps_connd_kick(hs, HPS_W_STATE);
-		sk->sk_state_change(sk);
-	}
+	if (fin)
+		hps_tx_fin_done(hs);
 }
 
 /*

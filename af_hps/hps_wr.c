@@ -272,7 +272,8 @@ int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b)
  * @type: enum hps_msg_type
  * @len: payload bytes
  *
- * Fills in the header, returning every pending credit to the peer.
+ * Fills in the header, returning every pending credit to the peer and
+ * acknowledging the peer's FIN if that is owed.
  *
  * Context: hs->lock held.
  * Return: 0 or -errno from the driver.
@@ -299,6 +300,8 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 	lockdep_assert_held(&hs->lock);
 	hdr->version = HPS_PROTO_VERSION;
 	hdr->type = type;
+	if (test_and_clear_bit(HPS_F_FIN_ACK_OWED, &hs->flags))
+		hdr->type |= HPS_MSG_F_FIN_ACK;
 	hdr->credits = cpu_to_be16(credits);
 	hdr->len = cpu_to_be32(len);
 	b->type = type;

@@ -16,6 +16,9 @@
 #include "kselftest_harness.h"
 #include "hps_util.h"
 
+/* The protocol version (Documentation/protocol.rst). */
+#define PV 2
+
 struct hdr {
 	uint8_t version, type;
 	uint16_t credits;
@@ -70,8 +73,8 @@ static int peer_connect(struct peer *p, int port, const void *pd, int pdlen)
 	p->mr = rdma_reg_msgs(p->id, p->buf, sizeof(p->buf));
 	p->rmr = rdma_reg_msgs(p->id, p->rbuf, sizeof(p->rbuf));
 	for (i = 0; i < 4; i++)
-		rdma_post_recv(p->id, NULL, p->rbuf[i], sizeof(p->rbuf[i]),
-			       p->rmr);
+		rdma_post_recv(p->id, p->rbuf[i], p->rbuf[i],
+			       sizeof(p->rbuf[i]), p->rmr);
 	if (getenv("HPS_DEBUG"))
 		fprintf(stderr, "# connecting\n");
 	i = rdma_connect(p->id, &cp);
@@ -112,6 +115,30 @@ static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
 	return rdma_get_send_comp(p->id, &wc) == 1 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
 }
 
+/* Wait up to @ms for the next message from the kernel; copy its header. */
+static int peer_recv(struct peer *p, struct hdr *out, int ms)
+{
+	double end = hps_now() + ms / 1000.0;
+	struct ibv_wc wc;
+	int n;
+
+	do {
+		n = ibv_poll_cq(p->id->recv_cq, 1, &wc);
+		if (n < 0)
+			return -1;
+		if (n == 1) {
+			if (wc.status != IBV_WC_SUCCESS ||
+			    wc.byte_len < sizeof(*out))
+				return -1;
+			memcpy(out, (void *)(uintptr_t)wc.wr_id, sizeof(*out));
+			return 0;
+		}
+		usleep(1000);
+	} while (hps_now() < end);
+	errno = ETIMEDOUT;
+	return -1;
+}
+
 /* Connect with a good hello, send the first (credit) message. */
 static int peer_up(struct __test_metadata *_metadata, struct peer *p,
 		   int *l, int *a)
@@ -123,40 +150,71 @@ static int peer_up(struct __test_metadata *_metadata, struct peer *p,
 	*l = hps_listener(&port, 2);
 	if (*l < 0)
 		return -1;
-	mk_hello(h, 0x48505331, 1, 4, 65536);
+	mk_hello(h, 0x48505331, PV, 4, 65536);
 	if (peer_connect(p, port, h, sizeof(h)))
 		return -1;
 	*a = accept(*l, NULL, NULL);
 	if (*a < 0)
 		return -1;
 	setsockopt(*a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return peer_send(p, 1, 2, 0, 0, 8);
+	return peer_send(p, PV, 2, 0, 0, 8);
 }
 
-FIXTURE(hostile)
-{
+struct conn {
 	struct peer p;
 	int l, a;
 };
 
-FIXTURE_SETUP(hostile)
+static void conn_setup(struct __test_metadata *_metadata, struct conn *c)
 {
 	int fd = socket(AF_HPS, SOCK_STREAM, 0);
 
-	self->l = self->a = -1;
+	c->l = c->a = -1;
 	if (fd < 0)
 		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 	close(fd);
-	memset(&self->p, 0, sizeof(self->p));
+	memset(&c->p, 0, sizeof(c->p));
+}
+
+static void conn_teardown(struct conn *c)
+{
+	peer_close(&c->p);
+	if (c->a >= 0)
+		close(c->a);
+	if (c->l >= 0)
+		close(c->l);
+}
+
+/* One message of each kind from the peer (variants below). */
+FIXTURE(hostile)
+{
+	struct conn c;
+};
+
+FIXTURE_SETUP(hostile)
+{
+	conn_setup(_metadata, &self->c);
 }
 
 FIXTURE_TEARDOWN(hostile)
 {
-	peer_close(&self->p);
-	if (self->a >= 0)
-		close(self->a);
-	if (self->l >= 0)
-		close(self->l);
+	conn_teardown(&self->c);
+}
+
+/* The close handshake with the peer. */
+FIXTURE(fin)
+{
+	struct conn c;
+};
+
+FIXTURE_SETUP(fin)
+{
+	conn_setup(_metadata, &self->c);
+}
+
+FIXTURE_TEARDOWN(fin)
+{
+	conn_teardown(&self->c);
 }
 
 FIXTURE_VARIANT(hostile)
@@ -168,26 +226,29 @@ FIXTURE_VARIANT(hostile)
 	int ok;		/* well-formed: expect the data */
 };
 
-FIXTURE_VARIANT_ADD(hostile, good_data) { 1, 1, 0, 100, 108, 1 };
+FIXTURE_VARIANT_ADD(hostile, good_data) { PV, 1, 0, 100, 108, 1 };
 FIXTURE_VARIANT_ADD(hostile, bad_version) { 9, 1, 0, 100, 108, 0 };
-FIXTURE_VARIANT_ADD(hostile, bad_type) { 1, 77, 0, 0, 8, 0 };
-FIXTURE_VARIANT_ADD(hostile, len_mismatch) { 1, 1, 0, 5000, 108, 0 };
-FIXTURE_VARIANT_ADD(hostile, len_huge) { 1, 1, 0, 0xffffffff, 108, 0 };
-FIXTURE_VARIANT_ADD(hostile, empty_data) { 1, 1, 0, 0, 8, 0 };
-FIXTURE_VARIANT_ADD(hostile, short_msg) { 1, 1, 0, 0, 3, 0 };
-FIXTURE_VARIANT_ADD(hostile, credit_overflow) { 1, 2, 60000, 0, 8, 0 };
-FIXTURE_VARIANT_ADD(hostile, credit_with_payload) { 1, 2, 0, 10, 18, 0 };
-FIXTURE_VARIANT_ADD(hostile, abort_msg) { 1, 4, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, bad_type) { PV, 77, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, len_mismatch) { PV, 1, 0, 5000, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, len_huge) { PV, 1, 0, 0xffffffff, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, empty_data) { PV, 1, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, short_msg) { PV, 1, 0, 0, 3, 0 };
+FIXTURE_VARIANT_ADD(hostile, credit_overflow) { PV, 2, 60000, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, credit_with_payload) { PV, 2, 0, 10, 18, 0 };
+FIXTURE_VARIANT_ADD(hostile, abort_msg) { PV, 4, 0, 0, 8, 0 };
+/* FIN_ACK (0x80) although the kernel sent no FIN */
+FIXTURE_VARIANT_ADD(hostile, fin_ack_unsolicited) { PV, 0x82, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, fin_ack_on_data) { PV, 0x81, 0, 100, 108, 0 };
 
 TEST_F(hostile, message)
 {
 	char b[200];
 	ssize_t r;
 
-	ASSERT_EQ(0, peer_up(_metadata, &self->p, &self->l, &self->a));
-	ASSERT_EQ(0, peer_send(&self->p, variant->ver, variant->type,
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	ASSERT_EQ(0, peer_send(&self->c.p, variant->ver, variant->type,
 			       variant->credits, variant->len, variant->bytes));
-	r = recv(self->a, b, sizeof(b), 0);
+	r = recv(self->c.a, b, sizeof(b), 0);
 	if (variant->ok) {
 		EXPECT_EQ(100, r);
 		EXPECT_EQ('A', b[0]);
@@ -199,16 +260,59 @@ TEST_F(hostile, message)
 	}
 }
 
-TEST_F(hostile, fin_then_data)
+TEST_F(fin, fin_then_data)
 {
 	char b[200];
 
-	ASSERT_EQ(0, peer_up(_metadata, &self->p, &self->l, &self->a));
-	ASSERT_EQ(0, peer_send(&self->p, 1, 3, 0, 0, 8));
-	EXPECT_EQ(0, recv(self->a, b, sizeof(b), 0));
-	ASSERT_EQ(0, peer_send(&self->p, 1, 1, 0, 10, 18));
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 3, 0, 0, 8));
+	EXPECT_EQ(0, recv(self->c.a, b, sizeof(b), 0));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 10, 18));
 	usleep(300000);
-	EXPECT_EQ(-1, send(self->a, b, 1, MSG_NOSIGNAL));
+	EXPECT_EQ(-1, send(self->c.a, b, 1, MSG_NOSIGNAL));
+}
+
+/* The kernel acknowledges a FIN at once, with a CREDIT flagged FIN_ACK. */
+TEST_F(fin, fin_is_acknowledged)
+{
+	struct hdr h;
+	char b[8];
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 3, 0, 0, 8));
+	EXPECT_EQ(0, recv(self->c.a, b, sizeof(b), 0));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000)) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(PV, h.version);
+	EXPECT_EQ(0x82, h.type);
+	EXPECT_LE(1, be16toh(h.credits));	/* at least the FIN's buffer */
+	EXPECT_EQ(0, be32toh(h.len));
+	/* Half-closed: the kernel end may still send, and then its FIN. */
+	ASSERT_EQ(3, send(self->c.a, "abc", 3, 0));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	EXPECT_EQ(1, h.type);
+	EXPECT_EQ(3, be32toh(h.len));
+	ASSERT_EQ(0, shutdown(self->c.a, SHUT_WR));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	EXPECT_EQ(3, h.type);
+	/* Our FIN_ACK makes the kernel end done: FIN_WAIT2 to TIME_WAIT. */
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x82, 0, 0, 8));
+}
+
+/* A second FIN_ACK is a protocol violation. */
+TEST_F(fin, fin_ack_twice)
+{
+	struct hdr h;
+	char b[8];
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	ASSERT_EQ(0, shutdown(self->c.a, SHUT_WR));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	ASSERT_EQ(3, h.type);
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x82, 0, 0, 8));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x82, 0, 0, 8));
+	EXPECT_EQ(-1, recv(self->c.a, b, sizeof(b), 0));
+	EXPECT_TRUE(errno == EPROTO || errno == ECONNRESET)
+		TH_LOG("errno %d", errno);
 }
 
 struct bad_hello {
@@ -223,14 +327,14 @@ TEST(bad_hellos_rejected)
 {
 	static const struct bad_hello cases[] = {
 		{ "no private data", 0, 0, 0, 0, 0 },
-		{ "short", 0x48505331, 1, 4, 65536, 8 },
-		{ "magic", 0x12345678, 1, 4, 65536, 16 },
-		{ "version", 0x48505331, 2, 4, 65536, 16 },
-		{ "credits 0", 0x48505331, 1, 0, 65536, 16 },
-		{ "credits 2, below the minimum window", 0x48505331, 1, 2, 65536, 16 },
-		{ "credits huge", 0x48505331, 1, 100000, 65536, 16 },
-		{ "buf tiny", 0x48505331, 1, 4, 16, 16 },
-		{ "buf huge", 0x48505331, 1, 4, 0x7fffffff, 16 },
+		{ "short", 0x48505331, PV, 4, 65536, 8 },
+		{ "magic", 0x12345678, PV, 4, 65536, 16 },
+		{ "version", 0x48505331, 9, 4, 65536, 16 },
+		{ "credits 0", 0x48505331, PV, 0, 65536, 16 },
+		{ "credits 2, below the minimum window", 0x48505331, PV, 2, 65536, 16 },
+		{ "credits huge", 0x48505331, PV, 100000, 65536, 16 },
+		{ "buf tiny", 0x48505331, PV, 4, 16, 16 },
+		{ "buf huge", 0x48505331, PV, 4, 0x7fffffff, 16 },
 	};
 	unsigned char h[16];
 	struct peer p;
@@ -300,7 +404,7 @@ TEST(bad_hello_in_accept)
 	ASSERT_EQ(0, rdma_listen(lid, 1));
 	pthread_create(&t, NULL, hps_connect_thread, &c);
 	ASSERT_EQ(0, rdma_get_request(lid, &id));
-	mk_hello(h, 0x48505331, 1, 0, 65536);	/* zero credits */
+	mk_hello(h, 0x48505331, PV, 0, 65536);	/* zero credits */
 	rdma_accept(id, &cp);
 	pthread_join(t, NULL);
 	EXPECT_TRUE(c.err == EPROTO || c.err == ECONNRESET ||

@@ -131,10 +131,12 @@ TEST_F_TIMEOUT(thousand, concurrent_connections, 600)
 		char b;
 
 		ASSERT_EQ(0, shutdown(self->c[i], SHUT_WR));
-		ASSERT_EQ(0, recv(self->a[i], &b, 1, 0));
+		ASSERT_EQ(0, recv(self->a[i], &b, 1, 0))
+			TH_LOG("acceptor %d: %s", i, strerror(errno));
 		close(self->a[i]);
 		self->a[i] = -1;
-		ASSERT_EQ(0, recv(self->c[i], &b, 1, 0));
+		ASSERT_EQ(0, recv(self->c[i], &b, 1, 0))
+			TH_LOG("client %d: %s", i, strerror(errno));
 		close(self->c[i]);
 		self->c[i] = -1;
 	}
