@@ -35,6 +35,7 @@ struct proto hps_proto = {
 	.keepalive	= hps_keepalive,
 };
 
+/* proto_ops.poll: lockless, like tcp_poll(). Context: process. */
 static __poll_t hps_poll(struct file *file, struct socket *sock,
 			 poll_table *wait)
 {
@@ -81,6 +82,7 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 	return mask;
 }
 
+/* proto_ops.ioctl: SIOCINQ and SIOCOUTQ. Context: process. */
 static int hps_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 {
 	struct sock *sk = sock->sk;
@@ -121,6 +123,7 @@ static int hps_opt_bit(int level, int optname)
 	return -1;
 }
 
+/* proto_ops.setsockopt for SOL_HPS and SOL_TCP. Context: process. */
 static int hps_setsockopt(struct socket *sock, int level, int optname,
 			  sockptr_t optval, unsigned int optlen)
 {
@@ -168,6 +171,7 @@ static void hps_get_info(struct hps_sock *hs, struct hps_info *info)
 	spin_unlock_bh(&hs->lock);
 }
 
+/* proto_ops.getsockopt for SOL_HPS and SOL_TCP. Context: process. */
 static int hps_getsockopt(struct socket *sock, int level, int optname,
 			  char __user *optval, int __user *optlen)
 {
@@ -220,6 +224,7 @@ const struct proto_ops hps_proto_ops = {
 	.sendpage	= sock_no_sendpage,
 };
 
+/* net_proto_family.create: socket(AF_HPS, ...). Context: process. */
 static int hps_create(struct net *net, struct socket *sock, int protocol,
 		      int kern)
 {

@@ -62,7 +62,8 @@ static struct {
 
 /*
  * A closed socket whose FIN the peer does not take (it never returns
- * credits) is aborted after HPS_FIN_TIMEOUT, as TCP gives up on FIN_WAIT.
+ * credits, or never acknowledges the FIN) is aborted after HPS_FIN_TIMEOUT,
+ * as TCP gives up on FIN_WAIT. Context: timer (softirq).
  */
 static void hps_fin_timer(struct timer_list *t)
 {
@@ -112,11 +113,14 @@ void hps_sock_init(struct hps_sock *hs)
  * @sock: the struct socket to attach, or NULL for an accepted child
  * @kern: kernel socket (no netns reference), as for sk_alloc()
  *
+ * Context: process (connection thread for accepted children); may sleep.
  * Return: the socket or NULL.
  */
 struct sock *hps_sock_alloc(struct net *net, struct socket *sock, int kern)
 {
 	struct sock *sk;
+
+	might_sleep();
 
 	sk = sk_alloc(net, PF_HPS, GFP_KERNEL, &hps_proto, kern);
 	if (!sk)
@@ -167,13 +171,15 @@ void hps_connd_kick(struct hps_sock *hs, int work)
  * @sk: the socket the id belongs to (the listener for CONNECT_REQUEST)
  *
  * Context: rdma_cm event handler (process context, may not take the
- * socket lock).
+ * socket lock); may sleep.
  * Return: 0 or -ENOMEM.
  */
 int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			  struct sock *sk)
 {
 	struct hps_cm_ev *e;
+
+	might_sleep();
 
 	e = kzalloc(sizeof(*e), GFP_KERNEL);
 	if (!e)
@@ -205,11 +211,14 @@ static bool hps_connd_has_work(void)
 	return ret;
 }
 
+/* Everything queued for the connection thread. Context: that thread. */
 static void hps_connd_run(void)
 {
 	struct hps_sock *hs;
 	struct hps_cm_ev *e;
 	unsigned long work;
+
+	WARN_ON_ONCE(current != hps_connd.task);
 
 	for (;;) {
 		spin_lock_bh(&hps_connd.lock);
@@ -255,6 +264,7 @@ static int hps_connd_fn(void *unused)
 /**
  * hps_connd_start() - start the connection thread
  *
+ * Context: module init; may sleep.
  * Return: 0 or -errno.
  */
 int hps_connd_start(void)
@@ -274,8 +284,11 @@ int hps_connd_start(void)
 
 /**
  * hps_connd_stop() - stop the connection thread after its last work
+ *
+ * Context: module exit; sleeps until the thread is gone.
  */
 void hps_connd_stop(void)
 {
+	might_sleep();
 	kthread_stop(hps_connd.task);
 }

@@ -283,6 +283,71 @@ TEST_F(conn, linger_zero_resets)
 	EXPECT_EQ(ECONNRESET, errno);
 }
 
+/*
+ * SO_LINGER with a time: close() returns once the peer has the data and
+ * the FIN (it acknowledged the FIN), well before the linger time.
+ */
+TEST_F(conn, linger_waits_for_fin_ack)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 10 };
+	static char tx[200000], rx[sizeof(tx) + 1];	/* fits the window */
+	double t0;
+
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	ASSERT_EQ((ssize_t)sizeof(tx), hps_write_all(self->cfd, tx, sizeof(tx)));
+	t0 = hps_now();
+	ASSERT_EQ(0, close(self->cfd));
+	self->cfd = -1;
+	EXPECT_LT(hps_now() - t0, 9.0);
+	EXPECT_EQ((ssize_t)sizeof(tx), recv(self->afd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
+	EXPECT_EQ(0, recv(self->afd, rx, 1, 0));
+}
+
+/*
+ * SO_LINGER with a time the peer cannot meet (it reads nothing while the
+ * data fill its window): close() returns after the linger time, and the
+ * data and the FIN still arrive once the peer reads, as with TCP.
+ */
+TEST_F(conn, linger_times_out_then_delivers)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 1 };
+	static char tx[8 << 20], rx[sizeof(tx) + 1];
+	int fl;
+	ssize_t sent = 0, r;
+	double t0, dt;
+
+	hps_fill_random(tx, sizeof(tx));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	fl = fcntl(self->cfd, F_GETFL);
+	ASSERT_EQ(0, fcntl(self->cfd, F_SETFL, fl | O_NONBLOCK));
+	/* Fill the window and our send buffers. */
+	for (t0 = hps_now(); hps_now() - t0 < 10 && sent < (ssize_t)sizeof(tx);) {
+		r = send(self->cfd, tx + sent, sizeof(tx) - sent, 0);
+		if (r > 0) {
+			sent += r;
+			continue;
+		}
+		ASSERT_EQ(EAGAIN, errno);
+		usleep(100000);
+		if (send(self->cfd, tx + sent, 1, 0) < 0 && errno == EAGAIN)
+			break;
+		sent++;
+	}
+	ASSERT_LT(sent, (ssize_t)sizeof(tx)) TH_LOG("the window never filled");
+	ASSERT_EQ(0, fcntl(self->cfd, F_SETFL, fl));
+	t0 = hps_now();
+	ASSERT_EQ(0, close(self->cfd));
+	self->cfd = -1;
+	dt = hps_now() - t0;
+	EXPECT_GE(dt, 0.9);
+	EXPECT_LT(dt, 5.0);
+	EXPECT_EQ(sent, recv(self->afd, rx, sizeof(rx), MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(tx, rx, sent));
+	EXPECT_EQ(0, recv(self->afd, rx, 1, 0));
+}
+
 TEST_F(conn, epipe_and_sigpipe_after_peer_close)
 {
 	struct pollfd p = { .fd = self->cfd, .events = POLLIN };
