@@ -13,6 +13,17 @@ per_test_timeout=${HPS_TEST_TIMEOUT:-600}
 filter=${HPS_TESTS:-}
 
 pass=0 fail=0 skip=0
+# A test whose program was not built is a failure, not a silent omission.
+for c in hps_*.c; do
+	t=${c%.c}
+	if [ -n "$filter" ] && ! echo " $filter " | grep -qE " $t "; then
+		continue
+	fi
+	if [ ! -x "$t" ]; then
+		echo "=== $t: not built (make selftests)"
+		fail=$((fail + 1))
+	fi
+done
 for t in hps_* final_*; do
 	case $t in *.c|*.h|*.o) continue ;; esac
 	[ -x "$t" ] || continue
