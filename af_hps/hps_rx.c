@@ -399,7 +399,7 @@ ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
 
 	nr = DIV_ROUND_UP(len, PAGE_SIZE);
 	for (i = 0; i < nr; i++) {
-		pages[i] = alloc_page(GFP_KERNEL);
+		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT);
 		if (!pages[i]) {
 			ret = -ENOMEM;
 			goto out_free;
