@@ -7,8 +7,9 @@
 #   openbsd-inetd: echo, discard, chargen, daytime and sha256sum as a stream
 #                  service (inetd.conf generated under build/)
 #   iperf3:        -P 4, and -R, exit status and JSON byte counts
-#   vsftpd + curl: 100 MiB up and down in passive mode, 16 MiB in active
-#                  mode, sha256 compared; the same over TCP for the rates
+#   vsftpd + curl: 100 MiB up and back down in passive mode, 16 MiB down in
+#                  active mode, sha256 compared; the same over TCP for the
+#                  rates
 #   lighttpd + curl: a 16 MiB GET, keep-alive and a range request
 # A missing program is a failure, not a skip. Prints TAP, the rates as
 # comments and the kselftest totals line.
@@ -64,7 +65,7 @@ peer_log() {
 echo "TAP version 13"
 echo "1..18"
 
-progs="inetd iperf3 vsftpd lighttpd curl socat python3 sha256sum"
+progs="inetd iperf3 vsftpd lighttpd curl python3 sha256sum"
 have_progs() {
 	local p miss=
 	for p in $progs; do
@@ -91,11 +92,14 @@ inetd_up() {
 	daytime	stream	tcp4	nowait	root	internal
 	$shaport	stream	tcp4	nowait	nobody	/usr/bin/sha256sum	sha256sum
 	EOF
-	peer_bg "$run" inetd -d "$work/inetd.conf" || return 1
+	peer_bg "$run" inetd -d -i "$work/inetd.conf" || return 1
 	inetd_job=$job
 	hps-vm-peer hps-vm-wait-listen 7 60 &&
 		hps-vm-peer hps-vm-wait-listen "$shaport" 60 ||
 		{ peer_log "$inetd_job"; return 1; }
+	# -i: still running in the foreground, as the job started
+	[ ! -e "$HPS_RUN/peer/$inetd_job/rc" ] ||
+		{ echo "# inetd left the foreground"; return 1; }
 }
 before=$(conns)
 check "inetd started under hps_run with a generated inetd.conf" inetd_up
@@ -188,15 +192,14 @@ ftp_conf() {
 }
 ftp_up() {
 	local p
+	# One random file makes the round trip: up to the server, checked
+	# there, then down again, checked against the original here.
 	hps-vm-peer sh -c "mkdir -p $ptmp/empty $ptmp/ftp/up &&
 		chown ftp $ptmp/ftp/up &&
-		head -c $((ftp_mib << 20)) /dev/urandom >$ptmp/ftp/down.bin &&
 		head -c $((16 << 20)) /dev/urandom >$ptmp/ftp/active.bin" ||
 		return 1
 	head -c $((ftp_mib << 20)) /dev/urandom >"$ltmp/up.bin" || return 1
-	# The sources' digests, once.
 	ftp_sha_up=$(sha "$ltmp/up.bin")
-	ftp_sha_down=$(peer_sha "$ptmp/ftp/down.bin")
 	ftp_sha_active=$(peer_sha "$ptmp/ftp/active.bin")
 	# Two servers: one under hps_run (AF_HPS), one plain (TCP).
 	ftp_port=$(port) ftp_tcp_port=$(port)
@@ -217,7 +220,8 @@ ftp_up() {
 	return 1
 }
 check "vsftpd started under hps_run (and one over TCP)" ftp_up
-# $1 label, $2 port, $3 up|down, $4 "hps" or "tcp", rest: curl options
+# $1 file (down: up/hps.bin, up/tcp.bin as uploaded, or active.bin), $2 port,
+# $3 up|down, $4 "hps" or "tcp", rest: curl options
 ftp_xfer() {
 	local label=$1 p=$2 dir=$3 how=$4 t0 t1 b0=$(conns) want got rc
 	local pre=() bytes
@@ -233,16 +237,17 @@ ftp_xfer() {
 		got=$(peer_sha "$ptmp/ftp/up/$how.bin")
 		bytes=$(stat -c %s "$ltmp/up.bin")
 	else
-		timeout 180 "${pre[@]}" curl -sS "$@" -o "$ltmp/$label.bin" \
-			"ftp://$HPS_PEER:$p/$label.bin"
+		timeout 180 "${pre[@]}" curl -sS "$@" -o "$ltmp/down.bin" \
+			"ftp://$HPS_PEER:$p/$label"
 		rc=$?
 		t1=$(now)
-		want=$(eval echo "\$ftp_sha_$label")
-		got=$(sha "$ltmp/$label.bin")
-		bytes=$(stat -c %s "$ltmp/$label.bin")
-		rm -f "$ltmp/$label.bin"
+		want=$ftp_sha_up
+		[ "$label" = active.bin ] && want=$ftp_sha_active
+		got=$(sha "$ltmp/down.bin")
+		bytes=$(stat -c %s "$ltmp/down.bin")
+		rm -f "$ltmp/down.bin"
 	fi
-	echo "# ftp $dir $((bytes >> 20)) MiB over $how ($([ "$label" = active ] &&
+	echo "# ftp $dir $((bytes >> 20)) MiB over $how ($([ "$label" = active.bin ] &&
 		echo active || echo passive)): $(rate "$bytes" \
 		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')") MB/s," \
 		"curl exit $rc, $(($(conns) - b0)) AF_HPS connections"
@@ -252,21 +257,21 @@ ftp_xfer() {
 	# data connection are ours.
 	if [ "$how" = hps ]; then
 		local min=2
-		[ "$label" = active ] && min=1
+		[ "$label" = active.bin ] && min=1
 		[ $(($(conns) - b0)) -ge "$min" ] || return 1
 	else
 		[ $(($(conns) - b0)) -eq 0 ] || return 1
 	fi
 }
 check "ftp put $ftp_mib MiB, passive, AF_HPS: sha256 equal" \
-	ftp_xfer down "$ftp_port" up hps --ftp-pasv
-check "ftp get $ftp_mib MiB, passive, AF_HPS: sha256 equal" \
-	ftp_xfer down "$ftp_port" down hps --ftp-pasv
+	ftp_xfer - "$ftp_port" up hps --ftp-pasv
+check "ftp get it back, passive, AF_HPS: sha256 equal" \
+	ftp_xfer up/hps.bin "$ftp_port" down hps --ftp-pasv
 check "ftp get 16 MiB, active (PORT), AF_HPS: sha256 equal" \
-	ftp_xfer active "$ftp_port" down hps -P "$HPS_SELF"
+	ftp_xfer active.bin "$ftp_port" down hps -P "$HPS_SELF"
 check "ftp put and get $ftp_mib MiB over TCP (for the rates): sha256 equal" \
-	eval 'ftp_xfer down "$ftp_tcp_port" up tcp --ftp-pasv &&
-	ftp_xfer down "$ftp_tcp_port" down tcp --ftp-pasv'
+	eval 'ftp_xfer - "$ftp_tcp_port" up tcp --ftp-pasv &&
+	ftp_xfer up/tcp.bin "$ftp_tcp_port" down tcp --ftp-pasv'
 [ -n "${ftp_job:-}" ] && hps-vm-peer --kill "$ftp_job" >/dev/null 2>&1
 [ -n "${ftp_tcp_job:-}" ] && hps-vm-peer --kill "$ftp_tcp_job" >/dev/null 2>&1
 
