@@ -221,7 +221,9 @@ const struct proto_ops hps_proto_ops = {
 	.sendmsg	= hps_sendmsg,
 	.recvmsg	= hps_recvmsg,
 	.mmap		= sock_no_mmap,
-	.sendpage	= sock_no_sendpage,
+	.sendpage	= sock_no_sendpage,	/* kernel_sendmsg() per page */
+	.splice_read	= hps_splice_read,
+	.splice_eof	= hps_splice_eof,
 };
 
 /* net_proto_family.create: socket(AF_HPS, ...). Context: process. */

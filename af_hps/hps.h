@@ -351,11 +351,15 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
 bool hps_tx_fin_step(struct hps_sock *hs, int bit);
 void hps_tx_fin_done(struct hps_sock *hs);
+void hps_splice_eof(struct socket *sock);
 
 /* hps_rx.c */
 int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		int flags);
 void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
+			struct pipe_inode_info *pipe, size_t len,
+			unsigned int flags);
 
 /* hps_close.c */
 int hps_shutdown(struct socket *sock, int how);

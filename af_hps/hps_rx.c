@@ -16,7 +16,10 @@
 #define KMSG_COMPONENT "af_hps"
 #define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
 
+#include <linux/bvec.h>
+#include <linux/pipe_fs_i.h>
 #include <linux/sched/signal.h>
+#include <linux/splice.h>
 #include <linux/uio.h>
 #include <net/tcp_states.h>
 
@@ -315,4 +318,118 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 out:
 	release_sock(sk);
 	return copied ? copied : err;
+}
+
+/* Pages one splice_read call fills at most: the default pipe's 16 slots. */
+#define HPS_SPLICE_PAGES	16
+
+/*
+ * The pipe owns the pages it is given: private pages of our own, which a
+ * reader may share (get) but not steal, as with any socket.
+ */
+static const struct pipe_buf_operations hps_pipe_buf_ops = {
+	.release	= generic_pipe_buf_release,
+	.get		= generic_pipe_buf_get,
+};
+
+static void hps_spd_release(struct splice_pipe_desc *spd, unsigned int i)
+{
+	put_page(spd->pages[i]);
+}
+
+/**
+ * hps_splice_read() - proto_ops.splice_read: from the socket into a pipe
+ * @sock: the socket
+ * @ppos: file position; unused, a socket has none
+ * @pipe: destination, locked by the caller
+ * @len: bytes wanted
+ * @flags: SPLICE_F_* (SPLICE_F_NONBLOCK: do not wait for data)
+ *
+ * Receives into freshly allocated pages through hps_recvmsg(), so every
+ * rule of recvmsg (EOF, errors, timeouts, signals, O_NONBLOCK) holds, then
+ * hands the filled pages to the pipe. At most as many pages as the pipe
+ * has free slots are filled: the caller holds the pipe lock, so those
+ * slots stay free and no byte taken off the stream can be dropped.
+ *
+ * Context: process; may sleep; takes the socket lock (in hps_recvmsg())
+ * under the pipe lock, as TCP does.
+ * Return: bytes moved to the pipe, 0 at end of stream, or -errno.
+ */
+ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
+			struct pipe_inode_info *pipe, size_t len,
+			unsigned int flags)
+{
+	struct page *pages[HPS_SPLICE_PAGES];
+	struct partial_page partial[HPS_SPLICE_PAGES];
+	struct bio_vec bvec[HPS_SPLICE_PAGES];
+	struct splice_pipe_desc spd = {
+		.pages		= pages,
+		.partial	= partial,
+		.nr_pages_max	= HPS_SPLICE_PAGES,
+		.ops		= &hps_pipe_buf_ops,
+		.spd_release	= hps_spd_release,
+	};
+	struct hps_sock *hs = hps_sk(sock->sk);
+	struct msghdr msg = {};
+	unsigned int i, nr, space;
+	int mflags = 0;
+	ssize_t ret;
+	size_t got;
+	u32 queued;
+
+	might_sleep();
+	if (!pipe->readers) {
+		send_sig(SIGPIPE, current, 0);
+		return -EPIPE;
+	}
+	space = pipe->max_usage - pipe_occupancy(pipe->head, pipe->tail);
+	if (!space)
+		return -EAGAIN;
+	if (flags & SPLICE_F_NONBLOCK || sock->file->f_flags & O_NONBLOCK)
+		mflags |= MSG_DONTWAIT;
+
+	len = min_t(size_t, len, (size_t)min_t(unsigned int, space,
+					       HPS_SPLICE_PAGES) << PAGE_SHIFT);
+	/* Allocate no more pages than the data already here needs. */
+	queued = READ_ONCE(hs->rx_queued);
+	if (queued)
+		len = min_t(size_t, len, queued);
+	if (!len)
+		return 0;
+
+	nr = DIV_ROUND_UP(len, PAGE_SIZE);
+	for (i = 0; i < nr; i++) {
+		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT);
+		if (!pages[i]) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		bvec_set_page(&bvec[i], pages[i],
+			      min_t(size_t, PAGE_SIZE, len - i * PAGE_SIZE), 0);
+	}
+	iov_iter_bvec(&msg.msg_iter, ITER_DEST, bvec, nr, len);
+
+	ret = hps_recvmsg(sock, &msg, len, mflags);
+	if (ret <= 0)
+		goto out_free;
+	got = ret;
+
+	spd.nr_pages = DIV_ROUND_UP(got, PAGE_SIZE);
+	for (i = 0; i < spd.nr_pages; i++) {
+		partial[i].offset = 0;
+		partial[i].len = min_t(size_t, PAGE_SIZE, got - i * PAGE_SIZE);
+		partial[i].private = 0;
+	}
+	while (nr > spd.nr_pages)
+		put_page(pages[--nr]);
+
+	/* Takes (or on failure releases) every page. */
+	ret = splice_to_pipe(pipe, &spd);
+	WARN_ON_ONCE(ret >= 0 && ret != got);
+	return ret;
+
+out_free:
+	while (i--)
+		put_page(pages[i]);
+	return ret;
 }

@@ -411,3 +411,27 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		send_sig(SIGPIPE, current, 0);
 	return err;
 }
+
+/**
+ * hps_splice_eof() - proto_ops.splice_eof: the splice source ran dry
+ * @sock: the socket
+ *
+ * sendfile() and splice() pass MSG_MORE while more data may follow; when
+ * the source ends early the held tail must go out now, as a send without
+ * MSG_MORE would have sent it (HPS_CORK still holds it).
+ *
+ * Context: process; takes the socket lock.
+ */
+void hps_splice_eof(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+	struct hps_sock *hs = hps_sk(sk);
+
+	might_sleep();
+	lock_sock(sk);
+	spin_lock_bh(&hs->lock);
+	if (hs->ntx && hs->tx)
+		hps_tx_push(hs);
+	spin_unlock_bh(&hs->lock);
+	release_sock(sk);
+}

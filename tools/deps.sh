@@ -19,6 +19,9 @@ say() { printf 'deps: %s\n' "$*"; }
 die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
 
 # Host packages. One line per purpose so the list stays reviewable.
+# The servers among them (inetd, vsftpd, lighttpd) are run by the tests in
+# the guests, with their own configuration under build/; on a systemd host
+# their packages also enable and start the stock services.
 pkgs=(
 	build-essential bc flex bison libelf-dev	# out-of-tree kbuild
 	sparse						# make C=1
@@ -27,6 +30,7 @@ pkgs=(
 	iproute2 rdma-core ibverbs-utils rdmacm-utils	# RDMA user space
 	perftest libibverbs-dev librdmacm-dev		# raw-verbs reference
 	socat python3					# real programs in tests
+	openbsd-inetd iperf3 vsftpd lighttpd curl	# selftests/hps_apps2.sh
 )
 
 need_apt=0
