@@ -107,6 +107,8 @@ struct hps_hdr {
 #define HPS_NCTRL		4	/* control message slots per connection */
 #define HPS_CQ_MAX		32768
 #define HPS_FIN_TIMEOUT		(60 * HZ)	/* closed, FIN not taken */
+#define HPS_NUDGE_TIMEOUT	(HZ / 5)	/* first nudge; doubles */
+#define HPS_NUDGES_MAX		4
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -172,6 +174,7 @@ enum {
 	HPS_F_FIN_DONE,		/* both of the above: peer has the FIN */
 	HPS_F_FIN_RCVD,		/* peer's FIN received */
 	HPS_F_FIN_ACK_OWED,	/* tell the peer we have its FIN */
+	HPS_F_RX_SEEN,		/* a message from the peer arrived */
 	HPS_F_ABORTED,		/* ABORT sent or connection reset */
 	HPS_F_TEARDOWN,		/* teardown requested from connd */
 	HPS_F_WAS_CONN,		/* connection was established once */
@@ -210,7 +213,11 @@ enum {
  * @connect_work: calls rdma_connect(), which may block for a long time
  *		  (siw connects a TCP socket synchronously), outside the
  *		  connection thread and without the socket lock
+ * @nudge_timer: active side: repeats the first message until the peer
+ *		 speaks (see hps_tx_nudge()); holds a socket reference
+ *		 while pending
  * @lock: protects everything below, taken from softirq (BH-safe)
+ * @nudges: first messages repeated so far
  * @nrx: receive buffers (our window, credits given to the peer)
  * @ntx: send buffers
  * @buf_size: bytes per buffer, header included
@@ -255,8 +262,10 @@ struct hps_sock {
 	struct list_head	connd_node;
 	unsigned long		connd_work;
 	struct work_struct	connect_work;
+	struct timer_list	nudge_timer;
 
 	spinlock_t		lock;		/* see @lock above */
+	u8			nudges;
 	u32			nrx;
 	u32			ntx;
 	u32			buf_size;
@@ -350,6 +359,7 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
 bool hps_tx_fin_step(struct hps_sock *hs, int bit);
+void hps_tx_nudge(struct timer_list *t);
 void hps_tx_fin_done(struct hps_sock *hs);
 void hps_splice_eof(struct socket *sock);
 

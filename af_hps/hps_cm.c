@@ -649,8 +649,13 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	spin_lock_bh(&hs->lock);
 	set_bit(HPS_F_CONN_UP, &hs->flags);
 	set_bit(HPS_F_PEER_READY, &hs->flags);
-	/* iWARP: the passive side may only send after our first message. */
+	/*
+	 * iWARP: the passive side may only send after our first message.
+	 * It answers it; until then the message is repeated (siw can leave
+	 * it unread: see hps_tx_nudge()).
+	 */
 	hps_tx_ctrl(hs, HPS_MSG_CREDIT, true);
+	sk_reset_timer(sk, &hs->nudge_timer, jiffies + HPS_NUDGE_TIMEOUT);
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
 	hps_set_state(sk, TCP_ESTABLISHED);

@@ -101,6 +101,7 @@ void hps_sock_init(struct hps_sock *hs)
 	INIT_WORK(&hs->connect_work, hps_cm_connect_work);
 	sk->sk_destruct = hps_sock_destruct;
 	timer_setup(&sk->sk_timer, hps_fin_timer, 0);
+	timer_setup(&hs->nudge_timer, hps_tx_nudge, 0);
 	sk->sk_protocol = IPPROTO_TCP;
 	sk->sk_state = TCP_CLOSE;
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);

@@ -60,7 +60,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct hps_sock *hs = wc->qp->qp_context;
 	struct sock *sk = &hs->sk;
 	const struct hps_hdr *hdr = b->buf;
-	bool data = false, fin = false, fin_done = false;
+	bool data = false, fin = false, fin_done = false, answer;
 	u32 len, credits;
 	u8 type;
 
@@ -97,6 +97,9 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	hs->tx_credits += credits;
 	set_bit(HPS_F_PEER_READY, &hs->flags);
+	/* The passive side answers the first message: see hps_tx_nudge(). */
+	answer = !test_and_set_bit(HPS_F_RX_SEEN, &hs->flags) &&
+		 !test_bit(HPS_F_ACTIVE, &hs->flags);
 
 	type = hdr->type & HPS_MSG_TYPE_MASK;
 	if (hdr->type & HPS_MSG_F_FIN_ACK) {
@@ -146,6 +149,8 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	default:
 		goto violation;
 	}
+	if (answer)
+		hps_tx_ctrl(hs, HPS_MSG_CREDIT, true);
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
 

@@ -152,6 +152,38 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 }
 
 /**
+ * hps_tx_nudge() - repeat the active side's first message
+ * @t: hs->nudge_timer
+ *
+ * siw (Linux 6.1) sends the MPA reply before it hands the passive side's
+ * socket to the QP; a message arriving in between stays unread in the TCP
+ * socket until the next one arrives. So the passive side answers the first
+ * message it gets (see hps_recv_done()), and until it has heard anything
+ * the active side repeats a CREDIT, at growing intervals, at most
+ * %HPS_NUDGES_MAX times: each one makes siw read what was stuck.
+ *
+ * Context: timer (softirq).
+ */
+void hps_tx_nudge(struct timer_list *t)
+{
+	struct hps_sock *hs = from_timer(hs, t, nudge_timer);
+	struct sock *sk = &hs->sk;
+
+	spin_lock(&hs->lock);
+	if (test_bit(HPS_F_CONN_UP, &hs->flags) &&
+	    !test_bit(HPS_F_RX_SEEN, &hs->flags) &&
+	    hs->nudges < HPS_NUDGES_MAX) {
+		if (hps_tx_ctrl(hs, HPS_MSG_CREDIT, true))
+			hs->nudges++;
+		if (hs->nudges < HPS_NUDGES_MAX)
+			sk_reset_timer(sk, &hs->nudge_timer, jiffies +
+				       (HPS_NUDGE_TIMEOUT << hs->nudges));
+	}
+	spin_unlock(&hs->lock);
+	sock_put(sk);	/* from sk_reset_timer() */
+}
+
+/**
  * hps_tx_fin_step() - one of the two events that complete our FIN
  * @hs: the connection
  * @bit: HPS_F_FIN_CQE (its send completed) or HPS_F_FIN_ACKED (the peer

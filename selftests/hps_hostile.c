@@ -42,6 +42,7 @@ struct peer {
 	char rbuf[4][65536];
 	struct ibv_mr *rmr;
 	int connected;
+	int reposted;	/* receive buffers reposted, credits not returned */
 };
 
 static int peer_connect(struct peer *p, int port, const void *pd, int pdlen)
@@ -131,6 +132,12 @@ static int peer_recv(struct peer *p, struct hdr *out, int ms)
 			    wc.byte_len < sizeof(*out))
 				return -1;
 			memcpy(out, (void *)(uintptr_t)wc.wr_id, sizeof(*out));
+			/* Give the buffer back; returned by peer_credit(). */
+			if (rdma_post_recv(p->id, (void *)(uintptr_t)wc.wr_id,
+					   (void *)(uintptr_t)wc.wr_id,
+					   sizeof(p->rbuf[0]), p->rmr))
+				return -1;
+			p->reposted++;
 			return 0;
 		}
 		usleep(1000);
@@ -139,12 +146,22 @@ static int peer_recv(struct peer *p, struct hdr *out, int ms)
 	return -1;
 }
 
+/* Return the credits of the buffers peer_recv() reposted. */
+static int peer_credit(struct peer *p)
+{
+	int n = p->reposted;
+
+	p->reposted = 0;
+	return peer_send(p, PV, 2, n, 0, 8);
+}
+
 /* Connect with a good hello, send the first (credit) message. */
 static int peer_up(struct __test_metadata *_metadata, struct peer *p,
 		   int *l, int *a)
 {
 	unsigned char h[16];
 	struct timeval tv = { 3, 0 };
+	struct hdr ans;
 	int port;
 
 	*l = hps_listener(&port, 2);
@@ -157,7 +174,15 @@ static int peer_up(struct __test_metadata *_metadata, struct peer *p,
 	if (*a < 0)
 		return -1;
 	setsockopt(*a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return peer_send(p, PV, 2, 0, 0, 8);
+	if (peer_send(p, PV, 2, 0, 0, 8))
+		return -1;
+	/* The kernel's passive side answers the first message at once. */
+	if (peer_recv(p, &ans, 5000) || ans.version != PV || ans.type != 2 ||
+	    ans.len) {
+		TH_LOG("no answer to the first message");
+		return -1;
+	}
+	return 0;
 }
 
 struct conn {
@@ -291,6 +316,7 @@ TEST_F(fin, fin_is_acknowledged)
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 	EXPECT_EQ(1, h.type);
 	EXPECT_EQ(3, be32toh(h.len));
+	ASSERT_EQ(0, peer_credit(&self->c.p));	/* room for the FIN */
 	ASSERT_EQ(0, shutdown(self->c.a, SHUT_WR));
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 	EXPECT_EQ(3, h.type);
