@@ -15,6 +15,9 @@
  *   --abort-after N ...             read the reply header and N bytes of
  *                                   data, then vanish (close with the rest
  *                                   unread)
+ *   --stall-after N ...             read the reply header and N bytes of
+ *                                   data, stop reading for 10 s, then
+ *                                   read on
  *   --idle SECS HOST PORT           connect, send nothing, and wait up to
  *                                   SECS for the server to close (exit 0
  *                                   if it did, 1 if not)
@@ -48,7 +51,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: kfs-get [--transport hps|tcp] HOST PORT PATH [OUT]\n"
 		"       kfs-get [--transport hps|tcp] --request STR HOST PORT [OUT]\n"
-		"       kfs-get [--transport hps|tcp] --abort-after N HOST PORT PATH\n"
+		"       kfs-get [--transport hps|tcp] --abort-after|--stall-after N HOST PORT PATH [OUT]\n"
 		"       kfs-get [--transport hps|tcp] --idle SECS HOST PORT\n");
 	exit(2);
 }
@@ -142,7 +145,7 @@ static int raw(int fd, const char *req, int out, char *buf)
 int main(int argc, char **argv)
 {
 	const char *request = NULL, *path = NULL, *outname = NULL;
-	long long size, got = 0, abort_after = -1;
+	long long size, got = 0, abort_after = -1, stall_after = -1;
 	int hps = 1, idle_secs = 0, fd, out = 1, rc;
 	size_t have = 0;
 	char *buf, *nl;
@@ -161,6 +164,8 @@ int main(int argc, char **argv)
 			request = argv[2];
 		} else if (!strcmp(argv[1], "--abort-after")) {
 			abort_after = atoll(argv[2]);
+		} else if (!strcmp(argv[1], "--stall-after")) {
+			stall_after = atoll(argv[2]);
 		} else if (!strcmp(argv[1], "--idle")) {
 			idle_secs = atoi(argv[2]);
 		} else {
@@ -256,6 +261,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kfs-get: vanishing after %lld bytes\n",
 				got + (long long)have);
 			return 0;	/* exit with the rest unread */
+		}
+		if (stall_after >= 0 && got + (long long)have >= stall_after) {
+			fprintf(stderr, "kfs-get: stalling after %lld bytes\n",
+				got + (long long)have);
+			stall_after = -1;
+			sleep(10);
 		}
 		if (write_all(out, buf, have)) {
 			perror("kfs-get: write");
