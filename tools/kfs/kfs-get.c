@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,36 @@
 
 #define BUF_SIZE	(1 << 20)
 #define HDR_MAX		128
+
+/*
+ * What we are doing, for a report when timeout(1) kills us: the phase and,
+ * on AF_HPS, the connection's state (HPS_INFO). Not async-signal-safe
+ * (snprintf), which is good enough for a last word before _exit().
+ */
+static const char *volatile phase = "starting";
+static volatile int sock_fd = -1;
+
+static void on_term(int sig)
+{
+	struct hps_info hi;
+	socklen_t len = sizeof(hi);
+	char msg[256];
+	int n;
+
+	(void)sig;
+	n = snprintf(msg, sizeof(msg), "kfs-get: killed while %s", phase);
+	if (sock_fd >= 0 && !getsockopt(sock_fd, SOL_HPS, HPS_INFO, &hi, &len))
+		n += snprintf(msg + n, sizeof(msg) - n,
+			      " (state %u credits %u peer_credits %u tx %llu rx %llu)",
+			      hi.hpsi_state, hi.hpsi_credits,
+			      hi.hpsi_peer_credits,
+			      (unsigned long long)hi.hpsi_tx_bytes,
+			      (unsigned long long)hi.hpsi_rx_bytes);
+	msg[n++] = '\n';
+	if (write(2, msg, n) < 0)
+		_exit(3);
+	_exit(3);
+}
 
 static double now(void)
 {
@@ -89,10 +120,13 @@ static int dial(int hps, const char *host, const char *port)
 		perror("kfs-get: socket");
 		exit(3);
 	}
+	phase = "connecting";
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
 		perror("kfs-get: connect");
 		exit(3);
 	}
+	phase = "connected";
+	sock_fd = fd;
 	return fd;
 }
 
@@ -130,6 +164,7 @@ static int raw(int fd, const char *req, int out, char *buf)
 		return 3;
 	}
 	shutdown(fd, SHUT_WR);
+	phase = "reading the reply";
 	while ((n = recv(fd, buf, BUF_SIZE, 0)) > 0)
 		if (write_all(out, buf, n)) {
 			perror("kfs-get: write");
@@ -174,6 +209,8 @@ int main(int argc, char **argv)
 		argc -= 2;
 		argv += 2;
 	}
+	signal(SIGTERM, on_term);
+	signal(SIGINT, on_term);
 	if (idle_secs) {
 		if (argc != 3)
 			usage();
@@ -214,6 +251,7 @@ int main(int argc, char **argv)
 	}
 
 	/* The reply line, then (after OK) exactly size bytes. */
+	phase = "waiting for the reply line";
 	for (;;) {
 		nl = memchr(buf, '\n', have);
 		if (nl || have >= HDR_MAX)
@@ -243,6 +281,7 @@ int main(int argc, char **argv)
 	memmove(buf, nl + 1, have);
 
 	rc = 0;
+	phase = "receiving the data";
 	while (got < size) {
 		if (!have) {
 			n = recv(fd, buf, BUF_SIZE, 0);
@@ -275,6 +314,7 @@ int main(int argc, char **argv)
 		got += have;
 		have = 0;
 	}
+	phase = "closing";
 	t = now() - t0;
 	if (!rc)
 		fprintf(stderr, "kfs-get: %s: %lld bytes in %.3f s, %.1f MB/s over %s\n",
