@@ -20,7 +20,8 @@ KDIR	?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
 HPS_VM	:= $(TOP)/tools/vm/hps-vm
 SRC	:= $(BUILD)/linux-source
 CHECKPATCH := $(SRC)/scripts/checkpatch.pl
-KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h
+KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
+	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
 	uapi-check sparse siw selftests vm-modules tools
@@ -79,9 +80,11 @@ clean:
 	$(MAKE) -C $(TOP)/tools clean
 	rm -rf $(BUILD)/vm/run.* $(BUILD)/siw
 
+# The file server in tools/kfs is a kernel module too, held to the same rules.
 lint: deps
-	$(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=2 KCFLAGS=-Werror modules 2>&1 | \
-		tee $(BUILD)/lint.log; \
+	{ $(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=2 KCFLAGS=-Werror modules && \
+	  $(MAKE) -C $(VM_KDIR) M=$(TOP)/tools/kfs W=1 C=2 KCFLAGS=-Werror \
+		modules; } 2>&1 | tee $(BUILD)/lint.log; \
 		! grep -E 'warning:|error:' $(BUILD)/lint.log
 	@$(MAKE) --no-print-directory checkpatch uapi-check
 
