@@ -62,7 +62,8 @@
  * (rsockets have no socket timeouts).
  *
  * Output: one human-readable line; with --csv also a CSV line of the
- * columns below (--csv-header prints the header line first). Columns that
+ * columns below (--csv-header prints the header line first, --csv-columns
+ * only the header line, and exits). Columns that
  * do not apply to a test are empty. New columns are only ever appended.
  */
 #ifndef _GNU_SOURCE
@@ -1192,9 +1193,10 @@ static void usage(int rc)
 		"       %s --client ADDR [--transport T] [--port P] --test TEST\n"
 		"                 [--size BYTES] [--iters N | --seconds S] [--streams N]\n"
 		"                 [--csv] [--csv-header]\n"
+		"       %s --csv-columns\n"
 		"tests: pingpong, stream, bidir, streams, fanin (hotspot), fanout, connrate\n"
 		"transports: hps (default), tcp, rsocket, smc; port 20000 by default\n",
-		prog, prog);
+		prog, prog, prog);
 	exit(rc);
 }
 
@@ -1230,6 +1232,7 @@ int main(int argc, char **argv)
 		{ "streams", required_argument, NULL, 'm' },
 		{ "csv", no_argument, NULL, 'C' },
 		{ "csv-header", no_argument, NULL, 'H' },
+		{ "csv-columns", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -1288,6 +1291,7 @@ int main(int argc, char **argv)
 			break;
 		case 'C': csv = 1; break;
 		case 'H': csv = csv_header = 1; break;
+		case 'L': printf("%s\n", CSV_HEADER); return 0;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
