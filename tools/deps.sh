@@ -27,6 +27,7 @@ pkgs=(
 	iproute2 rdma-core ibverbs-utils rdmacm-utils	# RDMA user space
 	perftest libibverbs-dev librdmacm-dev		# raw-verbs reference
 	socat python3					# real programs in tests
+	gnuplot-nox					# make bench plots
 )
 
 need_apt=0
