@@ -14,7 +14,8 @@
 # hps-bench's CSV columns (perftest results mapped onto them: t_typical as
 # the median, BW average as mbps), and what went wrong or needs saying to
 # OUTDIR/notes-CONFIG.txt. FIRST and TOTAL number the progress lines
-# ("[3/27] 2n siw: hps stream 64KiB") across configurations.
+# ("[3/27] 2n siw: hps stream 64KiB") across configurations. Exit status 1
+# when an AF_HPS measurement failed (other transports' failures are noted).
 #
 # AF_SMC: over rxe the script first registers a user EID and a pnet table
 # entry on both nodes (smc-setup), which SMC-Rv2 over RoCEv2 needs; every
@@ -218,6 +219,10 @@ run_perf() {
 	if [ "$kind" = pingpong ]; then
 		# bytes iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
 		line=$(awk -v s="$size" '$1 == s && NF >= 9 { print $2 "," $5 "," $8 "," $9 "," $6 }' "$tmp/out" | tail -n1)
+		if [ $rc = 0 ] && [[ $line == *[Nn][Aa][Nn]* || $line == *inf* ]]; then
+			note "$name $(human "$size"): $prog printed no finite latency: $(awk -v s="$size" '$1 == s' "$tmp/out" | tail -n1)"
+			return
+		fi
 		if [ $rc = 0 ] && [ -n "$line" ]; then
 			IFS=, read -r it med p99 p999 mean <<<"$line"
 			emit "$name,pingpong,$size,$it,$med,$p99,$p999,,1,,,,,,,,,,$mean"
@@ -262,6 +267,16 @@ smc_prepare() {
 	done
 }
 
+# stop the current hps-bench server; after a failure note what it said
+group_failed=0
+server_stop() {
+	peer_stop
+	if [ "$group_failed" = 1 ]; then
+		note "$cur: the hps-bench server said: $(grep -v 'listening on' "$tmp/server" | tail -n 4 | tr '\n' ' ')"
+	fi
+	group_failed=0
+}
+
 # hb TRANSPORT TEST SIZE
 run_hb() {
 	local t=$1 test=$2 size=$3 port=$4 args line rc p0 p1 name=$1
@@ -285,6 +300,8 @@ run_hb() {
 	line=$(grep -E "^$t,$test," "$tmp/hb" | tail -n1)
 	if [ $rc != 0 ] || [ -z "$line" ]; then
 		note "$t $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
+		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
+		group_failed=1
 		if [ "$t" = smc ]; then
 			smc_state="an earlier AF_SMC run failed or hung ($test $(human "$size"), status $rc)"
 		fi
@@ -308,6 +325,7 @@ run_hb() {
 }
 
 echo "bench: $cfg, device $dev, peer $peer, $mode mode, ${secs}s streams" >&2
+hps_failed=0
 hb_port=21000
 cur=
 filtered_plan "$mode" "$nodes" "$rdma" >"$tmp/plan"	# no /dev/fd in the guest
@@ -316,7 +334,7 @@ while read -r kind a b c <&3; do
 	perf) run_perf "$a" "$b" "$c" ;;
 	hb)
 		if [ "$a" != "$cur" ]; then
-			peer_stop
+			server_stop
 			cur=$a
 			hb_port=$((hb_port + 10))
 			[ "$a" = smc ] && smc_prepare
@@ -329,5 +347,9 @@ while read -r kind a b c <&3; do
 		;;
 	esac
 done 3<"$tmp/plan"
-peer_stop
+server_stop
 echo "bench: $cfg done" >&2
+if [ "$hps_failed" != 0 ]; then
+	echo "bench: $cfg: $hps_failed AF_HPS measurement(s) failed" >&2
+	exit 1
+fi
