@@ -12,9 +12,9 @@
  * TCP_NODELAY on), rsocket (librdmacm's rsockets, TCP_NODELAY on) and smc
  * (AF_SMC, which falls back to TCP when SMC-R cannot be used).
  *
- * The server listens on ports P .. P+N-1 (--nports, 1 by default) and serves
- * every connection in a thread of its own, so any number of clients can be
- * served at once. Each connection starts with a 24-byte header from the
+ * The server listens on ports P .. P+N-1 (--nports, 1 by default), accepts
+ * in one thread polling them all, and serves every connection in a thread
+ * of its own, so any number of clients can be served at once. Each connection starts with a 24-byte header from the
  * client (magic, version, test, size, count).
  *
  * Tests (client side; N is --streams, 4 by default):
@@ -75,6 +75,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -175,6 +176,8 @@ static int x_shutdown(int fd, int how)
 { return R(shutdown(fd, how), rshutdown(fd, how)); }
 static int x_close(int fd)
 { return R(close(fd), rclose(fd)); }
+static int x_poll(struct pollfd *p, nfds_t n, int ms)
+{ return R(poll(p, n, ms), rpoll(p, n, ms)); }
 static int x_setsockopt(int fd, int lvl, int opt, const void *v, socklen_t l)
 { return R(setsockopt(fd, lvl, opt, v, l), rsetsockopt(fd, lvl, opt, v, l)); }
 
@@ -614,36 +617,15 @@ static void *conn_thread(void *arg)
 	return NULL;
 }
 
-static void *accept_loop(void *arg)
-{
-	int l = (int)(intptr_t)arg;
-	pthread_attr_t attr;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	for (;;) {
-		int fd = x_accept(l);
-		pthread_t th;
-
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			die("accept");
-		}
-		atomic_fetch_add(&busy, 1);
-		if (pthread_create(&th, &attr, conn_thread, (void *)(intptr_t)fd)) {
-			fprintf(stderr, "%s: cannot start a connection thread\n",
-				prog);
-			x_close(fd);
-			atomic_fetch_sub(&busy, 1);
-		}
-	}
-	return NULL;
-}
-
+/*
+ * One thread accepts on all the listening sockets, polling them (rpoll for
+ * rsockets: one thread blocked in raccept per listener stalled rsockets
+ * with four listeners), and starts a thread per connection.
+ */
 static int server(const char *bind_addr, int port, int nports)
 {
-	pthread_t th;
+	struct pollfd pfd[MAX_STREAMS];
+	pthread_attr_t attr;
 
 	for (int i = 0; i < nports; i++) {
 		struct sockaddr_storage ss;
@@ -660,13 +642,44 @@ static int server(const char *bind_addr, int port, int nports)
 			die("bind");
 		if (x_listen(l, 64))
 			die("listen");
-		if (pthread_create(&th, NULL, accept_loop, (void *)(intptr_t)l))
-			fail("%s", "cannot start a thread");
+		pfd[i].fd = l;
+		pfd[i].events = POLLIN;
 	}
 	fprintf(stderr, "%s: %s server listening on %s port %d%s\n", prog,
 		tnames[tr], bind_addr, port, nports > 1 ? " and up" : "");
-	for (;;)
-		pause();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (;;) {
+		int n = nports == 1 ? 1 : x_poll(pfd, nports, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("poll");
+		}
+		for (int i = 0; i < nports; i++) {
+			pthread_t th;
+			int fd;
+
+			if (nports > 1 && !(pfd[i].revents & POLLIN))
+				continue;
+			fd = x_accept(pfd[i].fd);
+			if (fd < 0) {
+				if (errno == EINTR || errno == ECONNABORTED ||
+				    errno == EAGAIN)
+					continue;
+				die("accept");
+			}
+			atomic_fetch_add(&busy, 1);
+			if (pthread_create(&th, &attr, conn_thread,
+					   (void *)(intptr_t)fd)) {
+				fprintf(stderr, "%s: cannot start a connection thread\n",
+					prog);
+				x_close(fd);
+				atomic_fetch_sub(&busy, 1);
+			}
+		}
+	}
 	return 0;
 }
 
