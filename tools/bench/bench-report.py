@@ -9,6 +9,7 @@ OUTDIR/meta.txt and OUTDIR/notes-CONFIG.txt, when present, are copied into
 the summary."""
 
 import csv
+import math
 import os
 import shutil
 import subprocess
@@ -32,9 +33,10 @@ ORDER = list(LABEL)
 
 def num(v):
     try:
-        return float(v)
+        f = float(v)
     except (TypeError, ValueError):
         return None
+    return f if math.isfinite(f) else None
 
 
 def human(s):
