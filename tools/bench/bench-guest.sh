@@ -317,6 +317,8 @@ run_hb() {
 		group_failed=1
 		if [ "$t" = smc ]; then
 			smc_state="an earlier AF_SMC run failed or hung ($test $(human "$size"), status $rc)"
+			[ "$p0" -ge 0 ] &&
+				note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the failed run"
 		fi
 		return
 	fi
