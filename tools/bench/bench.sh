@@ -23,7 +23,8 @@
 # SMC-R, rsockets, notes), lat-/bw-/cpu-CONFIG.png (gnuplot), meta.txt, and
 # each configuration's guest output in log-CONFIG.txt.
 #
-# Environment: HPS_BENCH_SECONDS (per bandwidth point), HPS_BENCH_ITERS
+# Environment: HPS_BENCH_SMCR=1 (try SMC-R on two nodes over rxe too,
+# which hung both kernels here), HPS_BENCH_SECONDS (per bandwidth point), HPS_BENCH_ITERS
 # (pingpong iterations for small messages), HPS_BENCH_HOST (a line about the
 # host for meta.txt), HPS_BENCH_FILTER (run only the plan lines matching
 # this extended regular expression; see bench-guest.sh --plan).
@@ -55,10 +56,10 @@ out=${out:-$top/bench-results/$(date -u +%Y%m%d-%H%M)-$mode}
 # hps-bench point its duration plus 3 s, latency points more at big sizes).
 secs=${HPS_BENCH_SECONDS:-$([ "$mode" = quick ] && echo 1 || echo 3)}
 total=0 est=0
-declare -A count
+declare -A count limit
 for c in $configs; do
 	n=${c%%:*} r=${c#*:}
-	k=0
+	k=0 est0=$est
 	while read -r kind a b s; do
 		k=$((k + 1))
 		case $kind in
@@ -72,6 +73,7 @@ for c in $configs; do
 	count[$c]=$k
 	total=$((total + k))
 	est=$((est + (n == 2 ? 30 : 10)))
+	limit[$c]=$(( (est - est0) * 3 + 600 ))
 done
 echo "bench: $mode mode, configurations: $configs; $total measurements;" \
 	"estimated $((est / 60)) min $((est % 60)) s on an idle host (more on a busy one)"
@@ -97,8 +99,7 @@ start=$(date +%s) first=1 failed=0
 for c in $configs; do
 	n=${c%%:*} r=${c#*:}
 	cfg=${n}n-$r
-	limit=$((est * 3 + 600))
-	"$vm" run --nodes "$n" --rdma "$r" --timeout "$limit" -- \
+	"$vm" run --nodes "$n" --rdma "$r" --timeout "${limit[$c]}" -- \
 		"$guest" "$mode" "$out" "$first" "$total" 2>&1 |
 		tee "$out/log-$cfg.txt" | grep --line-buffered -E '^\[[0-9]+/[0-9]+\]|^bench:|^hps-vm:'
 	rc=${PIPESTATUS[0]}
@@ -109,7 +110,7 @@ for c in $configs; do
 		rep=$(grep -A1 'kernel report in its log' "$out/log-$cfg.txt" | sed -n '2s/^ *//p')
 		echo "hps-vm status 125, the guest kernel log matched its list of reports: ${rep:-see log-$cfg.txt}" >>"$out/notes-$cfg.txt"
 		failed=1 ;;
-	124) echo "the $cfg run hit the time limit ($limit s): later measurements are missing" >>"$out/notes-$cfg.txt"; failed=1 ;;
+	124) echo "the $cfg run hit its time limit (${limit[$c]} s): later measurements are missing, or the guests did not power off" >>"$out/notes-$cfg.txt"; failed=1 ;;
 	*) echo "the $cfg run ended with status $rc" >>"$out/notes-$cfg.txt"; failed=1 ;;
 	esac
 	first=$((first + ${count[$c]}))
