@@ -24,7 +24,7 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
-	uapi-check sparse siw selftests vm-modules tools
+	uapi-check sparse siw selftests vm-modules tools bench bench-full
 
 all: modules
 
@@ -34,6 +34,8 @@ help:
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      run every selftest in the VMs (rxe and siw, 1 and 2 nodes)'
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
+	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
+	@echo 'make bench-full every benchmark, all four configurations (about an hour)'
 	@echo 'make clean      remove build products (keeps the staged kernel)'
 
 deps:
@@ -73,6 +75,12 @@ run: vm-modules selftests
 
 check: vm-modules selftests
 	@$(TOP)/selftests/run_vm_tests.sh
+
+bench: vm-modules tools
+	@$(TOP)/tools/bench/bench.sh --quick
+
+bench-full: vm-modules tools
+	@$(TOP)/tools/bench/bench.sh --full
 
 clean:
 	@[ ! -f "$(VM_KDIR)/Makefile" ] || $(MAKE) -C $(VM_KDIR) M=$(TOP) clean

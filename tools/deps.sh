@@ -31,6 +31,7 @@ pkgs=(
 	perftest libibverbs-dev librdmacm-dev		# raw-verbs reference
 	socat python3					# real programs in tests
 	openbsd-inetd iperf3 vsftpd lighttpd curl	# selftests/hps_apps2.sh
+	gnuplot-nox					# make bench plots
 )
 
 need_apt=0

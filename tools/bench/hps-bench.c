@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hps-bench: latency and bandwidth of AF_HPS against TCP, rsockets and SMC.
+ * hps-bench: latency, bandwidth, connection rate and CPU cost of AF_HPS
+ * against TCP, rsockets and SMC.
  *
- *   hps-bench --server [--transport T] [--bind ADDR] [--port P]
- *   hps-bench --client ADDR [--transport T] [--port P] --test pingpong|stream
- *             [--size BYTES] [--iters N | --seconds S] [--csv]
+ *   hps-bench --server [--transport T] [--bind ADDR] [--port P] [--nports N]
+ *   hps-bench --client ADDR [--transport T] [--port P] --test TEST
+ *             [--size BYTES] [--iters N | --seconds S] [--streams N]
+ *             [--csv] [--csv-header]
  *
  * Transports: hps (AF_HPS, HPS_NODELAY on), tcp (AF_INET/AF_INET6,
  * TCP_NODELAY on), rsocket (librdmacm's rsockets, TCP_NODELAY on) and smc
  * (AF_SMC, which falls back to TCP when SMC-R cannot be used).
  *
- * The server serves one connection at a time, for ever. Each connection
- * starts with a 24-byte header from the client (magic, version, test, size,
- * count).
+ * The server listens on ports P .. P+N-1 (--nports, 1 by default), accepts
+ * in one thread polling them all, and serves every connection in a thread
+ * of its own, so any number of clients can be served at once. Each connection starts with a 24-byte header from the
+ * client (magic, version, test, size, count).
  *
+ * Tests (client side; N is --streams, 4 by default):
  * pingpong: the client sends SIZE bytes, the server echoes them, until the
  *   client shuts down its sending side. After a warm-up (a tenth of the
  *   iterations, 10 to 1000) every round trip is timed; the client reports
@@ -25,15 +29,42 @@
  *   and replies with its byte count and a checksum of the stream, which the
  *   client verifies. Bandwidth is bytes over the time from the first write
  *   to the reply, in MB/s (10^6 bytes per second) and Gbit/s.
+ * bidir: stream in both directions at once on one connection. The server
+ *   writes SIZE-byte buffers (as many as the client with --iters, else until
+ *   the client's stream ends), then sends its
+ *   byte count and checksum of the client's stream as the last 16 bytes;
+ *   the client checks those and the checksum of the server's stream (whose
+ *   buffers it can regenerate). Bandwidth is both directions together.
+ * streams: N connections from N threads of the client to one server, each
+ *   a stream test, started together; aggregate bandwidth (bytes of all
+ *   streams over the time from the first start to the last end). This is
+ *   also the fan-in bandwidth test: N senders, one receiving process.
+ * fanin (alias hotspot): N connections from N client threads to one server,
+ *   all doing pingpong at once; latency percentiles over all round trips
+ *   and the aggregate round trips per second.
+ * fanout: one client process, N threads, connection i to port P+i (a server
+ *   started with --nports N, i.e. N listening sockets, or N servers on
+ *   consecutive ports), each a stream test; aggregate bandwidth.
+ * connrate: connect, send SIZE bytes, receive their echo, close, again and
+ *   again; connections per second, and the median and tail of the whole
+ *   connect-exchange-close time (not halved).
+ *
+ * CPU cost: the client reads its own getrusage() (user, system; all its
+ * threads) and the node's softirq time (/proc/stat) before and after the
+ * test, and asks the server (a short extra connection before and after,
+ * test "stats") for the same on its side. Reported as CPU seconds per GiB
+ * moved (both directions counted for pingpong and bidir). On one node the
+ * two softirq figures are the same node's and must not be added up.
  *
  * A mismatch exits 1; so does any error. Sockets get SO_RCVTIMEO and
  * SO_SNDTIMEO of 30 s where the transport supports them, and a watchdog
  * thread ends the process when a connection makes no progress for 35 s
  * (rsockets have no socket timeouts).
  *
- * Output: one human-readable line; with --csv also
- *   transport,test,size,iters,median_us,p99_us,p999_us,mbps
- * (latency columns empty for stream, mbps empty for pingpong).
+ * Output: one human-readable line; with --csv also a CSV line of the
+ * columns below (--csv-header prints the header line first, --csv-columns
+ * only the header line, and exits). Columns that
+ * do not apply to a test are empty. New columns are only ever appended.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -41,8 +72,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -50,6 +83,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,14 +97,24 @@
 #endif
 
 #define MAGIC		0x48505342u	/* "HPSB" */
-#define VERSION		1
+#define VERSION		2
 #define TEST_PINGPONG	1
 #define TEST_STREAM	2
+#define TEST_BIDIR	3
+#define TEST_STATS	4
 #define TIMEOUT_S	30
 #define WATCHDOG_S	35
 #define MAX_SIZE	(64u << 20)
+#define MAX_STREAMS	256
 #define NBUFS		16		/* distinct stream buffers */
 #define HASH_K		0x9e3779b97f4a7c15ULL	/* odd multiplier */
+#define SEED_CLIENT	0xabcdef
+#define SEED_SERVER	0x5eed51
+
+#define CSV_HEADER "transport,test,size,iters,median_us,p99_us,p999_us,mbps," \
+	"streams,rate_per_s,bytes,seconds," \
+	"cli_user_s_gib,cli_sys_s_gib,cli_softirq_s_gib," \
+	"srv_user_s_gib,srv_sys_s_gib,srv_softirq_s_gib,mean_us"
 
 struct hdr {
 	uint32_t magic;
@@ -83,6 +127,13 @@ struct hdr {
 struct reply {
 	uint64_t bytes;
 	uint64_t hash;
+};
+
+/* the server's answer to TEST_STATS: its process's and node's CPU time */
+struct srvstat {
+	uint64_t user_us;
+	uint64_t sys_us;
+	uint64_t softirq_us;
 };
 
 /* ---------------------------------------------------------------- ops */
@@ -125,6 +176,8 @@ static int x_shutdown(int fd, int how)
 { return R(shutdown(fd, how), rshutdown(fd, how)); }
 static int x_close(int fd)
 { return R(close(fd), rclose(fd)); }
+static int x_poll(struct pollfd *p, nfds_t n, int ms)
+{ return R(poll(p, n, ms), rpoll(p, n, ms)); }
 static int x_setsockopt(int fd, int lvl, int opt, const void *v, socklen_t l)
 { return R(setsockopt(fd, lvl, opt, v, l), rsetsockopt(fd, lvl, opt, v, l)); }
 
@@ -132,7 +185,7 @@ static int x_setsockopt(int fd, int lvl, int opt, const void *v, socklen_t l)
 
 static const char *prog = "hps-bench";
 static atomic_ulong progress;
-static atomic_int busy;
+static atomic_int busy;	/* connections in progress */
 
 static void die(const char *what)
 {
@@ -322,7 +375,159 @@ static void fill_random(unsigned char *p, size_t n, uint64_t seed)
 	}
 }
 
+static uint64_t mulpow(uint64_t k, uint64_t e)
+{
+	uint64_t r = 1;
+
+	for (; e; e >>= 1, k *= k)
+		if (e & 1)
+			r *= k;
+	return r;
+}
+
+/*
+ * NBUFS distinct buffers of one size, and what it takes to hash a stream
+ * made of them in O(1) per buffer when the size is whole words: for m words,
+ * (h + w) * K over a buffer started from h is h * K^m + hash-from-zero.
+ */
+struct bufset {
+	unsigned char *buf[NBUFS];
+	uint64_t bh[NBUFS];
+	uint64_t kp;
+	uint32_t size;
+	int fast;
+};
+
+static void bufset_init(struct bufset *bs, uint32_t size, uint64_t seed)
+{
+	bs->size = size;
+	bs->fast = size % 8 == 0;
+	bs->kp = bs->fast ? mulpow(HASH_K, size / 8) : 0;
+	for (int b = 0; b < NBUFS; b++) {
+		bs->buf[b] = malloc(size);
+		if (!bs->buf[b])
+			fail("%s", "out of memory");
+		fill_random(bs->buf[b], size, seed + b * 7919 + size);
+		if (bs->fast) {
+			struct hash one = { 0 };
+
+			hash_update(&one, bs->buf[b], size);
+			bs->bh[b] = one.h;
+		}
+	}
+}
+
+static void bufset_free(struct bufset *bs)
+{
+	for (int b = 0; b < NBUFS; b++)
+		free(bs->buf[b]);
+}
+
+/* account buffer number n of the stream in s */
+static void bufset_hash(const struct bufset *bs, struct hash *s, uint64_t n)
+{
+	int b = n % NBUFS;
+
+	if (bs->fast) {
+		s->h = s->h * bs->kp + bs->bh[b];
+		s->len += bs->size;
+	} else {
+		hash_update(s, bs->buf[b], bs->size);
+	}
+}
+
+/*
+ * Write the buffers of bs round-robin until iters writes (iters > 0), the
+ * time t_end (t_end > 0) or *stop; count them in *n and their hash in s.
+ */
+static int send_loop(int fd, const struct bufset *bs, uint64_t iters,
+		     double t_end, atomic_int *stop, uint64_t *n,
+		     struct hash *s)
+{
+	for (*n = 0;; ++*n) {
+		if (iters ? *n >= iters :
+		    t_end ? (*n % 16 == 0 && now() >= t_end) :
+		    atomic_load_explicit(stop, memory_order_relaxed))
+			break;
+		if (send_all(fd, bs->buf[*n % NBUFS], bs->size))
+			return -1;
+		bufset_hash(bs, s, *n);
+	}
+	return 0;
+}
+
+/* read and hash until EOF */
+static int recv_hash(int fd, unsigned char *buf, size_t size, struct hash *s)
+{
+	for (;;) {
+		ssize_t r = x_recv(fd, buf, size);
+
+		if (r > 0) {
+			hash_update(s, buf, r);
+			atomic_fetch_add_explicit(&progress, 1,
+						  memory_order_relaxed);
+			continue;
+		}
+		if (r == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		fprintf(stderr, "%s: recv: %s\n", prog,
+			errno == EAGAIN ? "timed out" : strerror(errno));
+		return -1;
+	}
+}
+
+/* ---------------------------------------------------------- CPU time */
+
+struct cpu {
+	double user, sys, softirq;	/* seconds */
+};
+
+static double node_softirq(void)
+{
+	unsigned long long v[7];
+	FILE *f = fopen("/proc/stat", "r");
+	int got;
+
+	if (!f)
+		return 0;
+	got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+		     &v[2], &v[3], &v[4], &v[5], &v[6]);
+	fclose(f);
+	return got == 7 ? (double)v[6] / sysconf(_SC_CLK_TCK) : 0;
+}
+
+static void cpu_now(struct cpu *c)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	c->user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	c->sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	c->softirq = node_softirq();
+}
+
 /* ------------------------------------------------------------ server */
+
+struct bidir_tx {
+	int fd;
+	struct bufset bs;
+	uint64_t count;
+	atomic_int stop;
+	int rc;
+};
+
+/* count writes when the client asked for a count, else until its EOF */
+static void *bidir_sender(void *arg)
+{
+	struct bidir_tx *tx = arg;
+	struct hash s = { 0 };
+	uint64_t n;
+
+	tx->rc = send_loop(tx->fd, &tx->bs, tx->count, 0, &tx->stop, &n, &s);
+	return NULL;
+}
 
 static int serve_one(int fd)
 {
@@ -333,10 +538,20 @@ static int serve_one(int fd)
 	set_opts(fd);
 	if (recv_all(fd, &h, sizeof(h), 0))
 		return -1;
-	if (h.magic != MAGIC || h.version != VERSION || !h.size ||
-	    h.size > MAX_SIZE) {
+	if (h.magic != MAGIC || h.version != VERSION ||
+	    (h.test != TEST_STATS && (!h.size || h.size > MAX_SIZE))) {
 		fprintf(stderr, "%s: bad header\n", prog);
 		return -1;
+	}
+	if (h.test == TEST_STATS) {
+		struct srvstat st;
+		struct cpu c;
+
+		cpu_now(&c);
+		st.user_us = c.user * 1e6;
+		st.sys_us = c.sys * 1e6;
+		st.softirq_us = c.softirq * 1e6;
+		return send_all(fd, &st, sizeof(st));
 	}
 	buf = malloc(h.size);
 	if (!buf) {
@@ -358,65 +573,112 @@ static int serve_one(int fd)
 		struct hash s = { 0 };
 		struct reply rep;
 
-		for (;;) {
-			ssize_t r = x_recv(fd, buf, h.size);
-
-			if (r > 0) {
-				hash_update(&s, buf, r);
-				atomic_fetch_add_explicit(&progress, 1,
-							  memory_order_relaxed);
-				continue;
-			}
-			if (r == 0)
-				break;
-			if (errno == EINTR)
-				continue;
-			fprintf(stderr, "%s: recv: %s\n", prog,
-				errno == EAGAIN ? "timed out" : strerror(errno));
-			goto out;
+		if (!recv_hash(fd, buf, h.size, &s)) {
+			rep.bytes = s.len;
+			rep.hash = hash_final(&s);
+			rc = send_all(fd, &rep, sizeof(rep));
 		}
-		rep.bytes = s.len;
-		rep.hash = hash_final(&s);
-		rc = send_all(fd, &rep, sizeof(rep));
+	} else if (h.test == TEST_BIDIR) {
+		struct bidir_tx tx = { .fd = fd, .count = h.count };
+		struct hash s = { 0 };
+		struct reply rep;
+		pthread_t th;
+		int r;
+
+		bufset_init(&tx.bs, h.size, SEED_SERVER);
+		if (pthread_create(&th, NULL, bidir_sender, &tx))
+			fail("%s", "cannot start a thread");
+		r = recv_hash(fd, buf, h.size, &s);
+		atomic_store(&tx.stop, 1);
+		if (r)
+			shutdown(fd, SHUT_RDWR);	/* unblock the sender */
+		pthread_join(th, NULL);
+		if (!r && !tx.rc) {
+			rep.bytes = s.len;
+			rep.hash = hash_final(&s);
+			rc = send_all(fd, &rep, sizeof(rep));
+		}
+		bufset_free(&tx.bs);
 	} else {
 		fprintf(stderr, "%s: unknown test %u\n", prog, h.test);
 	}
-out:
 	free(buf);
 	return rc;
 }
 
-static int server(const char *bind_addr, int port)
+static void *conn_thread(void *arg)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int l, one = 1;
+	int fd = (int)(intptr_t)arg;
 
-	if (hps_parse_addr(bind_addr, port, &ss, &len))
-		fail("bad address %s", bind_addr);
-	l = x_socket(ss.ss_family);
-	if (l < 0)
-		die("socket");
-	x_setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (x_bind(l, (struct sockaddr *)&ss, len))
-		die("bind");
-	if (x_listen(l, 8))
-		die("listen");
-	fprintf(stderr, "%s: %s server listening on %s port %d\n", prog,
-		tnames[tr], bind_addr, port);
+	if (serve_one(fd))
+		fprintf(stderr, "%s: connection failed\n", prog);
+	x_close(fd);
+	atomic_fetch_sub(&busy, 1);
+	return NULL;
+}
+
+/*
+ * One thread accepts on all the listening sockets, polling them (rpoll for
+ * rsockets: one thread blocked in raccept per listener stalled rsockets
+ * with four listeners), and starts a thread per connection.
+ */
+static int server(const char *bind_addr, int port, int nports)
+{
+	struct pollfd pfd[MAX_STREAMS];
+	pthread_attr_t attr;
+
+	for (int i = 0; i < nports; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		int l, one = 1;
+
+		if (hps_parse_addr(bind_addr, port + i, &ss, &len))
+			fail("bad address %s", bind_addr);
+		l = x_socket(ss.ss_family);
+		if (l < 0)
+			die("socket");
+		x_setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (x_bind(l, (struct sockaddr *)&ss, len))
+			die("bind");
+		if (x_listen(l, 64))
+			die("listen");
+		pfd[i].fd = l;
+		pfd[i].events = POLLIN;
+	}
+	fprintf(stderr, "%s: %s server listening on %s port %d%s\n", prog,
+		tnames[tr], bind_addr, port, nports > 1 ? " and up" : "");
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	for (;;) {
-		int fd = x_accept(l);
+		int n = nports == 1 ? 1 : x_poll(pfd, nports, -1);
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+		if (n < 0) {
+			if (errno == EINTR)
 				continue;
-			die("accept");
+			die("poll");
 		}
-		atomic_store(&busy, 1);
-		if (serve_one(fd))
-			fprintf(stderr, "%s: connection failed\n", prog);
-		x_close(fd);
-		atomic_store(&busy, 0);
+		for (int i = 0; i < nports; i++) {
+			pthread_t th;
+			int fd;
+
+			if (nports > 1 && !(pfd[i].revents & POLLIN))
+				continue;
+			fd = x_accept(pfd[i].fd);
+			if (fd < 0) {
+				if (errno == EINTR || errno == ECONNABORTED ||
+				    errno == EAGAIN)
+					continue;
+				die("accept");
+			}
+			atomic_fetch_add(&busy, 1);
+			if (pthread_create(&th, &attr, conn_thread,
+					   (void *)(intptr_t)fd)) {
+				fprintf(stderr, "%s: cannot start a connection thread\n",
+					prog);
+				x_close(fd);
+				atomic_fetch_sub(&busy, 1);
+			}
+		}
 	}
 	return 0;
 }
@@ -454,10 +716,56 @@ static int connect_to(const char *addr, int port)
 	return fd;
 }
 
-static int pingpong(int fd, uint32_t size, uint64_t iters, double seconds,
-		    int csv)
+static int send_hdr(int fd, uint32_t test, uint32_t size, uint64_t count)
 {
-	uint64_t warm, cap, n = 0, i;
+	struct hdr h = {
+		.magic = MAGIC, .version = VERSION, .test = test,
+		.size = size, .count = count,
+	};
+
+	return send_all(fd, &h, sizeof(h));
+}
+
+/* the server's CPU counters, over a connection of their own */
+static int server_stats(const char *addr, int port, struct cpu *c)
+{
+	struct srvstat st;
+	int fd = connect_to(addr, port), rc;
+
+	rc = send_hdr(fd, TEST_STATS, 0, 0) ||
+	     recv_all(fd, &st, sizeof(st), 0);
+	x_close(fd);
+	if (rc)
+		return -1;
+	c->user = st.user_us / 1e6;
+	c->sys = st.sys_us / 1e6;
+	c->softirq = st.softirq_us / 1e6;
+	return 0;
+}
+
+/* one connection of a test, run by a thread of its own */
+struct worker {
+	pthread_t th;
+	const char *addr;
+	int port;
+	uint32_t test;		/* TEST_* */
+	uint32_t size;
+	uint64_t iters;
+	double seconds;
+	pthread_barrier_t *start;
+	/* results */
+	int rc;
+	uint64_t bytes;		/* moved in the timed part, both ways */
+	double t0, t1;		/* the timed part */
+	double *rtt;		/* pingpong round trips, n of them */
+	uint64_t n;
+	double sum;
+};
+
+static int pingpong(int fd, struct worker *w)
+{
+	uint32_t size = w->size;
+	uint64_t warm, cap, n = 0, i, iters = w->iters;
 	size_t pool_len = size + 4096;
 	unsigned char *pool = malloc(pool_len), *rbuf = malloc(size);
 	double *rtt, t_end = 0, sum = 0;
@@ -484,12 +792,14 @@ static int pingpong(int fd, uint32_t size, uint64_t iters, double seconds,
 				break;
 			if (!iters && k % 64 == 0 && now() >= t_end)
 				break;
-		} else if (i + 1 == warm && !iters) {
-			t_end = now() + seconds;
+		} else if (i + 1 == warm) {
+			t_end = now() + w->seconds;
 		}
 		check = i % 16 == 0 || (iters && i - warm + 1 == iters);
 		if (timed)
 			t0 = now();
+		if (timed && !n)
+			w->t0 = t0;
 		if (send_all(fd, sbuf, size) || recv_all(fd, rbuf, size, 0))
 			return 1;
 		if (timed) {
@@ -502,119 +812,422 @@ static int pingpong(int fd, uint32_t size, uint64_t iters, double seconds,
 			return 1;
 		}
 	}
+	w->t1 = now();
 	if (x_shutdown(fd, SHUT_WR))
 		die("shutdown");
 	if (!n)
 		fail("%s", "pingpong: no timed iterations");
-	qsort(rtt, n, sizeof(*rtt), cmp_double);
-	/* one-way latency = RTT / 2, in microseconds */
-	double med = pct(rtt, n, 0.5) * 5e5, p99 = pct(rtt, n, 0.99) * 5e5;
-	double p999 = pct(rtt, n, 0.999) * 5e5, mean = sum / n * 5e5;
-
-	printf("%s pingpong size %u iters %llu: one-way latency median %.2f us, p99 %.2f us, p99.9 %.2f us, mean %.2f us\n",
-	       tnames[tr], size, (unsigned long long)n, med, p99, p999, mean);
-	if (csv)
-		printf("%s,pingpong,%u,%llu,%.2f,%.2f,%.2f,\n", tnames[tr],
-		       size, (unsigned long long)n, med, p99, p999);
-	free(rtt);
+	w->rtt = rtt;
+	w->n = n;
+	w->sum = sum;
+	w->bytes = 2 * (uint64_t)size * n;
 	free(pool);
 	free(rbuf);
 	return 0;
 }
 
-static uint64_t mulpow(uint64_t k, uint64_t e)
+static int check_reply(const struct reply *rep, const struct hash *s,
+		       const char *what)
 {
-	uint64_t r = 1;
-
-	for (; e; e >>= 1, k *= k)
-		if (e & 1)
-			r *= k;
-	return r;
+	if (rep->bytes == s->len && rep->hash == hash_final(s))
+		return 0;
+	fprintf(stderr, "%s: %s: server got %llu bytes, checksum %016llx; sent %llu bytes, checksum %016llx\n",
+		prog, what, (unsigned long long)rep->bytes,
+		(unsigned long long)rep->hash, (unsigned long long)s->len,
+		(unsigned long long)hash_final(s));
+	return 1;
 }
 
-static int stream(int fd, uint32_t size, uint64_t iters, double seconds,
-		  int csv)
+static int stream(int fd, struct worker *w)
 {
-	unsigned char *bufs[NBUFS];
-	uint64_t bh[NBUFS], kp = 0, n = 0, bytes;
+	struct bufset bs;
 	struct hash s = { 0 };
 	struct reply rep;
-	double t0, t1, t_end;
-	int fast = size % 8 == 0;
+	uint64_t n;
 
-	for (int b = 0; b < NBUFS; b++) {
-		bufs[b] = malloc(size);
-		if (!bufs[b])
-			fail("%s", "out of memory");
-		fill_random(bufs[b], size, 0xabcdef + b * 7919 + size);
-		if (fast) {
-			/* hash of the buffer alone, from h = 0 */
-			struct hash one = { 0 };
-
-			hash_update(&one, bufs[b], size);
-			bh[b] = one.h;
-		}
-	}
-	/*
-	 * For whole words, (h + w) * K over a buffer of m words started
-	 * from h is h * K^m + hash-from-zero: O(1) per write.
-	 */
-	if (fast)
-		kp = mulpow(HASH_K, size / 8);
-
-	t0 = now();
-	t_end = t0 + seconds;
-	for (;;) {
-		int b = n % NBUFS;
-
-		if (iters ? n >= iters : (n % 16 == 0 && now() >= t_end))
-			break;
-		if (send_all(fd, bufs[b], size))
-			return 1;
-		if (fast)
-			s.h = s.h * kp + bh[b];
-		else
-			hash_update(&s, bufs[b], size);
-		n++;
-	}
-	bytes = n * size;
-	s.len = bytes;
+	bufset_init(&bs, w->size, SEED_CLIENT);
+	w->t0 = now();
+	if (send_loop(fd, &bs, w->iters, w->iters ? 0 : w->t0 + w->seconds,
+		      NULL, &n, &s))
+		return 1;
 	if (x_shutdown(fd, SHUT_WR))
 		die("shutdown");
 	if (recv_all(fd, &rep, sizeof(rep), 0))
 		return 1;
-	t1 = now();
-	if (rep.bytes != bytes || rep.hash != hash_final(&s)) {
-		fprintf(stderr, "%s: stream: server got %llu bytes, checksum %016llx; sent %llu bytes, checksum %016llx\n",
-			prog, (unsigned long long)rep.bytes,
-			(unsigned long long)rep.hash,
-			(unsigned long long)bytes,
-			(unsigned long long)hash_final(&s));
-		return 1;
-	}
-	double mbps = bytes / (t1 - t0) / 1e6;
+	w->t1 = now();
+	w->n = n;
+	w->bytes = s.len;
+	bufset_free(&bs);
+	return check_reply(&rep, &s, "stream");
+}
 
-	printf("%s stream size %u writes %llu: %llu bytes in %.3f s, %.1f MB/s, %.3f Gbit/s, checksum ok\n",
-	       tnames[tr], size, (unsigned long long)n,
-	       (unsigned long long)bytes, t1 - t0, mbps, mbps * 8 / 1000);
-	if (csv)
-		printf("%s,stream,%u,%llu,,,,%.1f\n", tnames[tr], size,
-		       (unsigned long long)n, mbps);
-	for (int b = 0; b < NBUFS; b++)
-		free(bufs[b]);
+struct bidir_tx_c {
+	int fd;
+	struct worker *w;
+	struct bufset bs;
+	struct hash s;
+	uint64_t n;
+	int rc;
+};
+
+static void *bidir_client_sender(void *arg)
+{
+	struct bidir_tx_c *tx = arg;
+	struct worker *w = tx->w;
+
+	tx->rc = send_loop(tx->fd, &tx->bs, w->iters,
+			   w->iters ? 0 : w->t0 + w->seconds, NULL, &tx->n,
+			   &tx->s);
+	if (!tx->rc && x_shutdown(tx->fd, SHUT_WR))
+		tx->rc = -1;
+	return NULL;
+}
+
+/*
+ * Receive the server's stream, hashing all but the last 16 bytes seen so
+ * far: at EOF those are the server's reply about our stream.
+ */
+static int bidir(int fd, struct worker *w)
+{
+	struct bidir_tx_c tx = { .fd = fd, .w = w };
+	struct hash rs = { 0 }, want = { 0 };
+	unsigned char tail[sizeof(struct reply)], *buf;
+	size_t tlen = 0;
+	struct bufset rbs;
+	struct reply rep;
+	pthread_t th;
+	int rc = 1;
+
+	bufset_init(&tx.bs, w->size, SEED_CLIENT);
+	bufset_init(&rbs, w->size, SEED_SERVER);
+	buf = malloc(w->size);
+	if (!buf)
+		fail("%s", "out of memory");
+	w->t0 = now();
+	if (pthread_create(&th, NULL, bidir_client_sender, &tx))
+		fail("%s", "cannot start a thread");
+	for (;;) {
+		ssize_t r = x_recv(fd, buf, w->size);
+		size_t emit, from_tail, from_buf;
+
+		if (r > 0) {
+			atomic_fetch_add_explicit(&progress, 1,
+						  memory_order_relaxed);
+			if (tlen + r <= sizeof(tail)) {
+				memcpy(tail + tlen, buf, r);
+				tlen += r;
+				continue;
+			}
+			emit = tlen + r - sizeof(tail);
+			from_tail = emit < tlen ? emit : tlen;
+			from_buf = emit - from_tail;
+			hash_update(&rs, tail, from_tail);
+			hash_update(&rs, buf, from_buf);
+			memmove(tail, tail + from_tail, tlen - from_tail);
+			memcpy(tail + tlen - from_tail, buf + from_buf,
+			       r - from_buf);
+			tlen = sizeof(tail);
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		fprintf(stderr, "%s: recv: %s\n", prog,
+			errno == EAGAIN ? "timed out" : strerror(errno));
+		x_shutdown(fd, SHUT_RDWR);
+		pthread_join(th, NULL);
+		goto out;
+	}
+	pthread_join(th, NULL);
+	w->t1 = now();
+	if (tx.rc)
+		goto out;
+	if (tlen != sizeof(tail)) {
+		fprintf(stderr, "%s: bidir: the server's stream ended without its reply\n",
+			prog);
+		goto out;
+	}
+	memcpy(&rep, tail, sizeof(rep));
+	if (check_reply(&rep, &tx.s, "bidir"))
+		goto out;
+	for (uint64_t i = 0; i < rs.len / w->size; i++)
+		bufset_hash(&rbs, &want, i);
+	if (rs.len % w->size || hash_final(&rs) != hash_final(&want)) {
+		fprintf(stderr, "%s: bidir: got %llu bytes from the server, checksum %016llx; expected %llu bytes, checksum %016llx\n",
+			prog, (unsigned long long)rs.len,
+			(unsigned long long)hash_final(&rs),
+			(unsigned long long)want.len,
+			(unsigned long long)hash_final(&want));
+		goto out;
+	}
+	w->n = tx.n;
+	w->bytes = tx.s.len + rs.len;
+	rc = 0;
+out:
+	bufset_free(&tx.bs);
+	bufset_free(&rbs);
+	free(buf);
+	return rc;
+}
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	int fd = connect_to(w->addr, w->port);
+
+	if (send_hdr(fd, w->test, w->size, w->iters)) {
+		w->rc = 1;
+		pthread_barrier_wait(w->start);
+		return NULL;
+	}
+	pthread_barrier_wait(w->start);
+	switch (w->test) {
+	case TEST_PINGPONG:
+		w->rc = pingpong(fd, w);
+		break;
+	case TEST_STREAM:
+		w->rc = stream(fd, w);
+		break;
+	case TEST_BIDIR:
+		w->rc = bidir(fd, w);
+		break;
+	}
+	x_close(fd);
+	return NULL;
+}
+
+/* what a test measured; NAN where it does not apply */
+struct result {
+	const char *test;
+	uint32_t size;
+	uint64_t iters;
+	double med, p99, p999, mean;	/* us */
+	double mbps;
+	int streams;
+	double rate;			/* round trips or connections per s */
+	uint64_t bytes;
+	double secs;
+};
+
+/* run n workers at once; port_step 1 gives worker i port + i */
+static int run_workers(struct result *res, const char *addr, int port,
+		       int port_step, int n, uint32_t test, uint32_t size,
+		       uint64_t iters, double seconds)
+{
+	struct worker *w = calloc(n, sizeof(*w));
+	pthread_barrier_t start;
+	double t0 = INFINITY, t1 = 0, *all = NULL, sum = 0;
+	uint64_t nrtt = 0;
+	int rc = 0;
+
+	if (!w)
+		fail("%s", "out of memory");
+	pthread_barrier_init(&start, NULL, n);
+	for (int i = 0; i < n; i++) {
+		w[i] = (struct worker){
+			.addr = addr, .port = port + i * port_step,
+			.test = test, .size = size, .iters = iters,
+			.seconds = seconds, .start = &start,
+		};
+		if (pthread_create(&w[i].th, NULL, worker_run, &w[i]))
+			fail("%s", "cannot start a thread");
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(w[i].th, NULL);
+	pthread_barrier_destroy(&start);
+
+	res->med = res->p99 = res->p999 = res->mean = NAN;
+	res->mbps = res->rate = NAN;
+	res->bytes = 0;
+	res->iters = 0;
+	for (int i = 0; i < n; i++) {
+		rc |= w[i].rc;
+		if (w[i].rc)
+			continue;
+		t0 = w[i].t0 < t0 ? w[i].t0 : t0;
+		t1 = w[i].t1 > t1 ? w[i].t1 : t1;
+		res->bytes += w[i].bytes;
+		res->iters += w[i].n;
+		nrtt += w[i].rtt ? w[i].n : 0;
+		sum += w[i].sum;
+	}
+	if (rc)
+		goto out;
+	res->secs = t1 - t0;
+	if (test == TEST_PINGPONG) {
+		uint64_t k = 0;
+
+		all = malloc(nrtt * sizeof(*all));
+		if (!all)
+			fail("%s", "out of memory");
+		for (int i = 0; i < n; i++) {
+			memcpy(all + k, w[i].rtt, w[i].n * sizeof(*all));
+			k += w[i].n;
+		}
+		qsort(all, nrtt, sizeof(*all), cmp_double);
+		/* one-way latency = RTT / 2, in microseconds */
+		res->med = pct(all, nrtt, 0.5) * 5e5;
+		res->p99 = pct(all, nrtt, 0.99) * 5e5;
+		res->p999 = pct(all, nrtt, 0.999) * 5e5;
+		res->mean = sum / nrtt * 5e5;
+		res->rate = nrtt / res->secs;
+	} else {
+		res->mbps = res->bytes / res->secs / 1e6;
+	}
+out:
+	for (int i = 0; i < n; i++)
+		free(w[i].rtt);
+	free(all);
+	free(w);
+	return rc;
+}
+
+static int connrate(struct result *res, const char *addr, int port,
+		    uint32_t size, uint64_t iters, double seconds)
+{
+	unsigned char *sbuf = malloc(size), *rbuf = malloc(size);
+	uint64_t cap = iters ? iters : 1 << 20, n = 0;
+	double *t = malloc(cap * sizeof(*t)), start, end, sum = 0;
+
+	if (!sbuf || !rbuf || !t)
+		fail("%s", "out of memory");
+	fill_random(sbuf, size, 0x7654321 + size);
+	start = now();
+	end = start + seconds;
+	while (iters ? n < iters : n < cap && now() < end) {
+		double t0 = now();
+		int fd = connect_to(addr, port);
+
+		if (send_hdr(fd, TEST_PINGPONG, size, 1) ||
+		    send_all(fd, sbuf, size) || recv_all(fd, rbuf, size, 0))
+			return 1;
+		if (memcmp(sbuf, rbuf, size)) {
+			fprintf(stderr, "%s: connrate: echo %llu differs from what was sent\n",
+				prog, (unsigned long long)n);
+			return 1;
+		}
+		if (x_close(fd))
+			die("close");
+		t[n] = now() - t0;
+		sum += t[n++];
+	}
+	res->secs = now() - start;
+	qsort(t, n, sizeof(*t), cmp_double);
+	res->med = pct(t, n, 0.5) * 1e6;
+	res->p99 = pct(t, n, 0.99) * 1e6;
+	res->p999 = pct(t, n, 0.999) * 1e6;
+	res->mean = sum / n * 1e6;
+	res->rate = n / res->secs;
+	res->mbps = NAN;
+	res->iters = n;
+	res->bytes = 2 * (uint64_t)size * n;
+	free(t);
+	free(sbuf);
+	free(rbuf);
 	return 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void col(double v, const char *fmt)
+{
+	putchar(',');
+	if (!isnan(v))
+		printf(fmt, v);
+}
+
+static void report(const struct result *r, const struct cpu *c0,
+		   const struct cpu *c1, const struct cpu *s0,
+		   const struct cpu *s1, int csv, int csv_header)
+{
+	double gib = r->bytes / (double)(1ull << 30);
+	double cu = NAN, cs = NAN, ci = NAN, su = NAN, ss = NAN, si = NAN;
+
+	if (gib > 0) {
+		cu = (c1->user - c0->user) / gib;
+		cs = (c1->sys - c0->sys) / gib;
+		ci = (c1->softirq - c0->softirq) / gib;
+		if (s0 && s1) {
+			su = (s1->user - s0->user) / gib;
+			ss = (s1->sys - s0->sys) / gib;
+			si = (s1->softirq - s0->softirq) / gib;
+		}
+	}
+	printf("%s %s size %u", tnames[tr], r->test, r->size);
+	if (r->streams > 1)
+		printf(" streams %d", r->streams);
+	printf(" count %llu:", (unsigned long long)r->iters);
+	if (!isnan(r->med))
+		printf(" %s median %.2f us, p99 %.2f us, p99.9 %.2f us, mean %.2f us,",
+		       strcmp(r->test, "connrate") ?
+		       "one-way latency" : "connect+echo+close",
+		       r->med, r->p99, r->p999, r->mean);
+	if (!isnan(r->rate))
+		printf(" %.1f %s/s,", r->rate,
+		       strcmp(r->test, "connrate") ? "round trips" :
+		       "connections");
+	if (!isnan(r->mbps))
+		printf(" %llu bytes in %.3f s, %.1f MB/s, %.3f Gbit/s,",
+		       (unsigned long long)r->bytes, r->secs, r->mbps,
+		       r->mbps * 8 / 1000);
+	printf(" CPU s/GiB client usr %.3f sys %.3f softirq %.3f",
+	       cu, cs, ci);
+	if (!isnan(su))
+		printf(", server usr %.3f sys %.3f softirq %.3f", su, ss, si);
+	printf("; data ok\n");
+	if (!csv)
+		return;
+	if (csv_header)
+		printf("%s\n", CSV_HEADER);
+	printf("%s,%s,%u,%llu", tnames[tr], r->test, r->size,
+	       (unsigned long long)r->iters);
+	col(r->med, "%.2f");
+	col(r->p99, "%.2f");
+	col(r->p999, "%.2f");
+	col(r->mbps, "%.1f");
+	printf(",%d", r->streams);
+	col(r->rate, "%.1f");
+	printf(",%llu,%.3f", (unsigned long long)r->bytes, r->secs);
+	col(cu, "%.4f");
+	col(cs, "%.4f");
+	col(ci, "%.4f");
+	col(su, "%.4f");
+	col(ss, "%.4f");
+	col(si, "%.4f");
+	col(r->mean, "%.2f");
+	printf("\n");
 }
 
 static void usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
-		"usage: %s --server [--transport T] [--bind ADDR] [--port P]\n"
-		"       %s --client ADDR [--transport T] [--port P] --test pingpong|stream\n"
-		"                 [--size BYTES] [--iters N | --seconds S] [--csv]\n"
+		"usage: %s --server [--transport T] [--bind ADDR] [--port P] [--nports N]\n"
+		"       %s --client ADDR [--transport T] [--port P] --test TEST\n"
+		"                 [--size BYTES] [--iters N | --seconds S] [--streams N]\n"
+		"                 [--csv] [--csv-header]\n"
+		"       %s --csv-columns\n"
+		"tests: pingpong, stream, bidir, streams, fanin (hotspot), fanout, connrate\n"
 		"transports: hps (default), tcp, rsocket, smc; port 20000 by default\n",
-		prog, prog);
+		prog, prog, prog);
 	exit(rc);
 }
+
+static const struct {
+	const char *name;
+	uint32_t wire;		/* what each connection runs */
+	int multi;		/* --streams connections */
+	int port_step;
+} tests[] = {
+	{ "pingpong", TEST_PINGPONG, 0, 0 },
+	{ "stream", TEST_STREAM, 0, 0 },
+	{ "bidir", TEST_BIDIR, 0, 0 },
+	{ "streams", TEST_STREAM, 1, 0 },
+	{ "fanin", TEST_PINGPONG, 1, 0 },
+	{ "hotspot", TEST_PINGPONG, 1, 0 },
+	{ "fanout", TEST_STREAM, 1, 1 },
+	{ "connrate", TEST_PINGPONG, 0, 0 },
+};
 
 int main(int argc, char **argv)
 {
@@ -624,17 +1237,24 @@ int main(int argc, char **argv)
 		{ "transport", required_argument, NULL, 't' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "port", required_argument, NULL, 'p' },
+		{ "nports", required_argument, NULL, 'N' },
 		{ "test", required_argument, NULL, 'T' },
 		{ "size", required_argument, NULL, 's' },
 		{ "iters", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 'D' },
+		{ "streams", required_argument, NULL, 'm' },
 		{ "csv", no_argument, NULL, 'C' },
+		{ "csv-header", no_argument, NULL, 'H' },
+		{ "csv-columns", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *client = NULL, *bind_addr = "0.0.0.0", *test = NULL;
-	int is_server = 0, port = 20000, csv = 0, o, rc, test_id;
+	int is_server = 0, port = 20000, csv = 0, csv_header = 0, o, rc;
+	int nports = 1, streams = 4, ti, have_srv;
 	unsigned long long size = 0, iters = 0;
+	struct cpu c0, c1, s0, s1;
+	struct result res = { 0 };
 	double seconds = 0;
 	pthread_t wd;
 	char *end;
@@ -656,6 +1276,11 @@ int main(int argc, char **argv)
 			if (*end || port <= 0 || port > 65535)
 				fail("bad port %s", optarg);
 			break;
+		case 'N':
+			nports = strtol(optarg, &end, 10);
+			if (*end || nports <= 0 || nports > MAX_STREAMS)
+				fail("bad port count %s", optarg);
+			break;
 		case 'T': test = optarg; break;
 		case 's':
 			size = strtoull(optarg, &end, 0);
@@ -672,7 +1297,14 @@ int main(int argc, char **argv)
 			if (*end || seconds <= 0)
 				fail("bad duration %s", optarg);
 			break;
+		case 'm':
+			streams = strtol(optarg, &end, 10);
+			if (*end || streams <= 0 || streams > MAX_STREAMS)
+				fail("bad stream count %s", optarg);
+			break;
 		case 'C': csv = 1; break;
+		case 'H': csv = csv_header = 1; break;
+		case 'L': printf("%s\n", CSV_HEADER); return 0;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}
@@ -684,41 +1316,52 @@ int main(int argc, char **argv)
 		fail("%s", "cannot start the watchdog thread");
 	pthread_detach(wd);
 
-	if (is_server)
-		return server(bind_addr, port);
+	if (is_server) {
+		if (port + nports - 1 > 65535)
+			fail("%s", "port range beyond 65535");
+		return server(bind_addr, port, nports);
+	}
 
 	if (!test)
 		usage(2);
-	if (!strcmp(test, "pingpong"))
-		test_id = TEST_PINGPONG;
-	else if (!strcmp(test, "stream"))
-		test_id = TEST_STREAM;
-	else
+	for (ti = 0; ti < (int)(sizeof(tests) / sizeof(tests[0])); ti++)
+		if (!strcmp(test, tests[ti].name))
+			break;
+	if (ti == (int)(sizeof(tests) / sizeof(tests[0])))
 		fail("unknown test %s", test);
 	if (iters && seconds)
 		fail("%s", "--iters and --seconds exclude each other");
 	if (!size)
-		size = test_id == TEST_PINGPONG ? 64 : 65536;
+		size = tests[ti].wire == TEST_PINGPONG ? 64 : 65536;
 	if (!iters && !seconds) {
-		if (test_id == TEST_PINGPONG)
+		if (tests[ti].wire == TEST_PINGPONG &&
+		    strcmp(test, "connrate"))
 			iters = 10000;
 		else
 			seconds = 5;
 	}
+	if (!tests[ti].multi)
+		streams = 1;
+	if (tests[ti].port_step && port + streams - 1 > 65535)
+		fail("%s", "port range beyond 65535");
 
 	atomic_store(&busy, 1);
-	int fd = connect_to(client, port);
-	struct hdr h = {
-		.magic = MAGIC, .version = VERSION, .test = test_id,
-		.size = size, .count = iters,
-	};
-
-	if (send_all(fd, &h, sizeof(h)))
-		return 1;
-	if (test_id == TEST_PINGPONG)
-		rc = pingpong(fd, size, iters, seconds, csv);
+	res.test = test;
+	res.size = size;
+	res.streams = streams;
+	have_srv = !server_stats(client, port, &s0);
+	cpu_now(&c0);
+	if (!strcmp(test, "connrate"))
+		rc = connrate(&res, client, port, size, iters, seconds);
 	else
-		rc = stream(fd, size, iters, seconds, csv);
-	x_close(fd);
-	return rc;
+		rc = run_workers(&res, client, port, tests[ti].port_step,
+				 streams, tests[ti].wire, size, iters,
+				 seconds);
+	cpu_now(&c1);
+	if (rc)
+		return 1;
+	have_srv = have_srv && !server_stats(client, port, &s1);
+	report(&res, &c0, &c1, have_srv ? &s0 : NULL, have_srv ? &s1 : NULL,
+	       csv, csv_header);
+	return 0;
 }

@@ -132,7 +132,7 @@ hpsbench() {
 	timeout 120 "$bench" --client "$peer" --transport "$t" --port "$port" \
 		--test pingpong --size 64 --iters "$iters" --csv >"$tmp/pp" 2>&1
 	local rc=$?
-	line=$(grep -E "^$t,pingpong," "$tmp/pp" | tail -n1)
+	line=$(grep -E "^$t,pingpong," "$tmp/pp" | tail -n1 | cut -d, -f1-8)
 	if [ $rc -eq 0 ] && [ -n "$line" ]; then
 		IFS=, read -r _ _ _ _ med[$name] p99[$name] p999[$name] _ <<<"$line"
 		mean[$name]=$(sed -n 's/.*mean \([0-9.]*\) us.*/\1/p' "$tmp/pp")
@@ -148,7 +148,7 @@ hpsbench() {
 		--test stream --size 65536 --seconds "$secs" --csv >"$tmp/st" 2>&1
 	rc=$?
 	peer_stop
-	line=$(grep -E "^$t,stream," "$tmp/st" | tail -n1)
+	line=$(grep -E "^$t,stream," "$tmp/st" | tail -n1 | cut -d, -f1-8)
 	if [ $rc -eq 0 ] && [ -n "$line" ]; then
 		mbps[$name]=${line##*,}
 		csv+=("${line/#$t,/$name,}")

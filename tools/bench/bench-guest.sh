@@ -1,0 +1,375 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench-guest.sh: the part of 'make bench' that runs inside an hps-vm guest
+# (node 1; servers on node 2, or node 1 itself with one node).
+#
+#   bench-guest.sh --plan quick|full NODES RDMA    print the plan, one line
+#                                                  per measurement
+#   bench-guest.sh quick|full OUTDIR FIRST TOTAL   run it (inside a guest)
+#
+# Plan lines: "perf PROGRAM SIZE poll|event" (perftest over rdma_cm, -R) or
+# "hb TRANSPORT TEST SIZE" (hps-bench). Running appends to OUTDIR/raw.csv
+# one line per measurement, the configuration ("2n-siw") first and then
+# hps-bench's CSV columns (perftest results mapped onto them: t_typical as
+# the median, BW average as mbps), and what went wrong or needs saying to
+# OUTDIR/notes-CONFIG.txt. FIRST and TOTAL number the progress lines
+# ("[3/27] 2n siw: hps stream 64KiB") across configurations. Exit status 1
+# when an AF_HPS measurement failed (other transports' failures are noted).
+#
+# AF_SMC: over rxe the script first registers a user EID and a pnet table
+# entry on both nodes (smc-setup), which SMC-Rv2 over RoCEv2 needs (on two
+# nodes only with HPS_BENCH_SMCR=1: there it hangs the kernels); every
+# AF_SMC run is bounded and abandoned if it hangs; the client node's RDMA
+# packet counters are read around each run, and a run during which no RDMA
+# packets flowed is recorded as transport "smc-tcp" (SMC fell back to TCP),
+# never as SMC-R. Over siw SMC-R cannot work at all (it needs an IB/RoCE
+# device), so AF_SMC there is always recorded as smc-tcp.
+set -u
+
+streams=4	# connections of streams, fanin and fanout
+
+lat_sizes_full="1 4 16 64 256 1024 4096 16384 65536 262144 1048576"
+bw_sizes_full="64 256 1024 4096 16384 65536 262144 1048576 4194304 16777216"
+perf_lat_sizes_full="2 64 1024 16384 262144 1048576"
+perf_bw_sizes_full="64 4096 65536 1048576"
+
+plan() {
+	local mode=$1 nodes=$2 rdma=$3 t s p
+	if [ "$mode" = quick ]; then
+		echo "perf ib_send_lat 64 poll"
+		echo "perf ib_send_lat 64 event"
+		echo "perf ib_send_bw 65536 poll"
+		for t in hps tcp; do
+			for s in 64 4096; do echo "hb $t pingpong $s"; done
+			for s in 65536 1048576; do echo "hb $t stream $s"; done
+			echo "hb $t bidir 65536"
+			echo "hb $t streams 65536"
+			echo "hb $t fanin 64"
+			echo "hb $t fanout 65536"
+			echo "hb $t connrate 64"
+		done
+		for t in rsocket smc; do
+			echo "hb $t pingpong 64"
+			echo "hb $t stream 65536"
+		done
+		return
+	fi
+	for p in ib_send_lat ib_write_lat; do
+		for s in $perf_lat_sizes_full; do
+			echo "perf $p $s poll"
+			echo "perf $p $s event"
+		done
+	done
+	for p in ib_send_bw ib_write_bw ib_read_bw; do
+		for s in $perf_bw_sizes_full; do
+			echo "perf $p $s poll"
+			echo "perf $p $s event"
+		done
+	done
+	for t in hps tcp rsocket smc; do
+		for s in $lat_sizes_full; do echo "hb $t pingpong $s"; done
+		for s in $bw_sizes_full; do echo "hb $t stream $s"; done
+		echo "hb $t bidir 65536"
+		echo "hb $t streams 65536"
+		echo "hb $t fanin 64"
+		echo "hb $t fanout 65536"
+		echo "hb $t connrate 64"
+	done
+}
+
+# HPS_BENCH_FILTER: an extended regular expression; only plan lines that
+# match it run ("hb (hps|tcp) " for instance)
+filtered_plan() {
+	plan "$@" | grep -E -- "${HPS_BENCH_FILTER:-.}"
+}
+
+if [ "${1:-}" = --plan ]; then
+	filtered_plan "${2:?}" "${3:?}" "${4:?}"
+	exit 0
+fi
+
+mode=${1:?usage: bench-guest.sh quick|full OUTDIR FIRST TOTAL}
+outdir=${2:?}
+first=${3:-1}
+total=${4:-0}
+[ -n "${HPS_RUN:-}" ] || { echo "bench-guest.sh: run it inside an hps-vm guest" >&2; exit 2; }
+top=${HPS_TOP:-$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)}
+bench=$top/tools/bench/hps-bench
+smcsetup=$top/tools/bench/smc-setup
+nodes=${HPS_NODES:-1} rdma=$HPS_RDMA dev=$HPS_IBDEV peer=$HPS_PEER
+cfg=${nodes}n-$rdma
+raw=$outdir/raw.csv
+notes=$outdir/notes-$cfg.txt
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$outdir"
+: >"$notes"
+if [ "$mode" = quick ]; then
+	secs=${HPS_BENCH_SECONDS:-1}
+else
+	secs=${HPS_BENCH_SECONDS:-3}
+fi
+
+note() { echo "$*" >>"$notes"; echo "bench: $cfg: $*" >&2; }
+
+human() {
+	local s=$1
+	if [ "$s" -ge 1048576 ] && [ $((s % 1048576)) = 0 ]; then echo "$((s / 1048576))MiB"
+	elif [ "$s" -ge 1024 ] && [ $((s % 1024)) = 0 ]; then echo "$((s / 1024))KiB"
+	else echo "${s}B"; fi
+}
+
+# pingpong iterations: fewer for big messages (TCG moves ~10 MB/s)
+pp_iters() {
+	local s=$1 base=${HPS_BENCH_ITERS:-}
+	[ -n "$base" ] || { [ "$mode" = quick ] && base=500 || base=2000; }
+	if [ "$s" -le 4096 ]; then echo "$base"
+	elif [ "$s" -le 65536 ]; then echo $((base / 5 > 20 ? base / 5 : 20))
+	else echo 20; fi
+}
+
+# run_bounded SECONDS OUT CMD...: run CMD with output to OUT; after SECONDS
+# kill it, and if it still does not go (a task stuck in the kernel), leave
+# it behind. Return CMD's status, or 124 on timeout.
+run_bounded() {
+	local limit=$1 out=$2 pid end
+	shift 2
+	"$@" >"$out" 2>&1 &
+	pid=$!
+	end=$((SECONDS + limit))	# wall time: a loaded guest sleeps long
+	while [ "$SECONDS" -lt "$end" ]; do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid"; return; }
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null
+	sleep 2
+	kill -9 "$pid" 2>/dev/null
+	sleep 1
+	if kill -0 "$pid" 2>/dev/null; then
+		disown "$pid" 2>/dev/null
+		echo "(process $pid did not die: stuck in the kernel)" >>"$out"
+	fi
+	return 124
+}
+
+first_error() {
+	grep -h -v -E '^\s*$' "$@" 2>/dev/null |
+		grep -i -E 'error|fail|unable|not supported|couldn|timeout|refused|hps-bench:|stuck' |
+		head -n 2 | tr '\n' ' ' | sed 's/ *$//'
+}
+
+# peer_start PORT rdma_cm|tcp CMD...
+job=
+peer_start() {
+	local port=$1 kind=$2
+	shift 2
+	job=$(hps-vm-peer --bg "$@") || return 1
+	if [ "$kind" = rdma_cm ]; then
+		hps-vm-peer hps-vm-wait-listen "$port" 30 >/dev/null 2>&1
+	else
+		hps-vm-peer sh -c "for i in \$(seq 300); do
+			ss -Hltn 'sport = :$port' | grep -q . && exit 0; sleep 0.1
+			done; exit 1" >/dev/null 2>&1
+	fi
+}
+
+peer_stop() {
+	[ -n "$job" ] || return 0
+	hps-vm-peer --kill "$job" >/dev/null 2>&1
+	hps-vm-peer --wait "$job" 10 >"$tmp/server" 2>&1
+	job=
+}
+
+rdma_pkts() {
+	local d=/sys/class/infiniband/$dev/ports/1/hw_counters
+	[ -r "$d/sent_pkts" ] || { echo -1; return; }
+	echo $(($(cat "$d/sent_pkts") + $(cat "$d/rcvd_pkts")))
+}
+
+emit() { echo "$cfg,$*" >>"$raw"; }
+
+idx=$((first - 1))
+progress() {
+	idx=$((idx + 1))
+	echo "[$idx/$total] $nodes""n $rdma: $*" >&2
+}
+
+perf_port=18600
+# perf PROGRAM SIZE poll|event
+run_perf() {
+	local prog=$1 size=$2 how=$3 name args line rc kind
+	progress "$prog $(human "$size") $how"
+	perf_port=$((perf_port + 1))
+	args=(-R -F -d "$dev" -s "$size" -p "$perf_port")
+	case $prog in
+	*_lat) args+=(-n "$(pp_iters "$size")"); kind=pingpong ;;
+	*) args+=(-D "$secs" --report_gbits); kind=stream ;;
+	esac
+	[ "$how" = event ] && args+=(-e)
+	name=verbs-${prog#ib_}-$how
+	name=${name/_lat/}
+	name=${name/_bw/}
+	if ! peer_start "$perf_port" rdma_cm "$prog" "${args[@]}"; then
+		peer_stop
+		note "$name $(human "$size"): the $prog server did not start: $(first_error "$tmp/server")"
+		return
+	fi
+	run_bounded 120 "$tmp/out" "$prog" "${args[@]}" "$peer"
+	rc=$?
+	peer_stop
+	if [ "$kind" = pingpong ]; then
+		# bytes iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+		line=$(awk -v s="$size" '$1 == s && NF >= 9 { print $2 "," $5 "," $8 "," $9 "," $6 }' "$tmp/out" | tail -n1)
+		if [ $rc = 0 ] && [[ $line == *[Nn][Aa][Nn]* || $line == *inf* ]]; then
+			note "$name $(human "$size"): $prog printed no finite latency: $(awk -v s="$size" '$1 == s' "$tmp/out" | tail -n1)"
+			return
+		fi
+		if [ $rc = 0 ] && [ -n "$line" ]; then
+			IFS=, read -r it med p99 p999 mean <<<"$line"
+			emit "$name,pingpong,$size,$it,$med,$p99,$p999,,1,,,,,,,,,,$mean"
+			return
+		fi
+	else
+		# bytes iterations BW-peak BW-average MsgRate (Gbit/s)
+		line=$(awk -v s="$size" '$1 == s && NF >= 5 { print $2 "," $4 }' "$tmp/out" | tail -n1)
+		if [ $rc = 0 ] && [ -n "$line" ]; then
+			IFS=, read -r it gbps <<<"$line"
+			emit "$name,stream,$size,$it,,,,$(awk -v g="$gbps" 'BEGIN { printf "%.1f", g * 125 }'),1,,,,,,,,,,"
+			return
+		fi
+	fi
+	note "$name $(human "$size"): $prog failed (status $rc$([ $rc = 124 ] && echo ", timed out")): $(first_error "$tmp/out" "$tmp/server")"
+}
+
+# Listening ports per server. rsockets (rdma-core 44): with four listening
+# rsockets in one process, connections to any of them stalled (seen on one
+# node, rxe; two work), so its fanout uses two.
+nports() { [ "$1" = rsocket ] && echo 2 || echo "$streams"; }
+
+# hb_server TRANSPORT PORT: start the transport's server on the peer
+hb_server() {
+	local t=$1 port=$2 kind=tcp
+	case $t in hps|rsocket) kind=rdma_cm ;; esac
+	peer_start "$port" "$kind" "$bench" --server --transport "$t" \
+		--port "$port" --nports "$(nports "$t")"
+}
+
+smc_state=		# "", ok, skip: why
+smc_prepare() {
+	local n
+	if [ "$rdma" != rxe ]; then
+		note "smc: SMC-R needs an InfiniBand/RoCE device (net/smc/smc_ib.c ignores iWARP); over $rdma AF_SMC can only fall back to TCP: recorded as smc-tcp"
+		return
+	fi
+	if [ "$nodes" = 2 ] && [ "${HPS_BENCH_SMCR:-0}" != 1 ]; then
+		note "smc: no SMC-R setup (user EID, pnet table) on two nodes: with it the first AF_SMC connect hung both kernels in smc_wr_drain_cq and the guests never powered off (Documentation/performance.rst); HPS_BENCH_SMCR=1 tries anyway. AF_SMC ran without it"
+		return
+	fi
+	# both nodes (node 1 twice with one node: the second add is refused)
+	for n in self peer; do
+		local run=()
+		[ $n = peer ] && run=(hps-vm-peer)
+		if ! "${run[@]}" sh -c "modprobe smc && $smcsetup ueid-add HPS-BENCH &&
+			$smcsetup pnet-add HPSBENCH $HPS_IFNAME $dev 1" >"$tmp/smc" 2>&1; then
+			[ "$nodes" = 1 ] && [ $n = peer ] && continue
+			note "smc: SMC-R setup on the $n node failed: $(tr '\n' ' ' <"$tmp/smc")"
+		fi
+	done
+}
+
+# stop the current hps-bench server; after a failure note what it said
+group_failed=0
+server_stop() {
+	peer_stop
+	if [ "$group_failed" = 1 ]; then
+		note "$cur: the hps-bench server said: $(grep -v 'listening on' "$tmp/server" | tail -n 4 | tr '\n' ' ')"
+	fi
+	group_failed=0
+}
+
+# hb TRANSPORT TEST SIZE
+run_hb() {
+	local t=$1 test=$2 size=$3 port=$4 args line rc p0 p1 name=$1
+	progress "$t $test $(human "$size")"
+	if [ "$t" = smc ] && [ -n "$smc_state" ] && [ "$smc_state" != ok ]; then
+		note "smc $test $(human "$size"): not run: $smc_state"
+		return
+	fi
+	args=(--client "$peer" --transport "$t" --port "$port" --test "$test"
+		--size "$size" --csv)
+	case $test in
+	pingpong|fanin) args+=(--iters "$(pp_iters "$size")") ;;
+	connrate) args+=(--seconds "$secs") ;;
+	*) args+=(--seconds "$secs") ;;
+	esac
+	case $test in
+	streams|fanin) args+=(--streams "$streams") ;;
+	fanout)
+		args+=(--streams "$(nports "$t")")
+		[ "$(nports "$t")" = "$streams" ] ||
+			note "$t fanout: $(nports "$t") connections, not $streams (see nports in bench-guest.sh)"
+		;;
+	esac
+	p0=$(rdma_pkts)
+	run_bounded $([ "$t" = smc ] && echo 60 || echo 300) "$tmp/hb" "$bench" "${args[@]}"
+	rc=$?
+	p1=$(rdma_pkts)
+	line=$(grep -E "^$t,$test," "$tmp/hb" | tail -n1)
+	if [ $rc != 0 ] || [ -z "$line" ]; then
+		note "$t $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
+		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
+		group_failed=1
+		if [ "$t" = smc ]; then
+			smc_state="an earlier AF_SMC run failed or hung ($test $(human "$size"), status $rc)"
+			[ "$p0" -ge 0 ] &&
+				note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the failed run"
+		fi
+		return
+	fi
+	if [ "$t" = smc ]; then
+		smc_state=ok
+		if [ "$rdma" != rxe ]; then
+			name=smc-tcp
+		elif [ "$p0" -lt 0 ]; then
+			name=smc-tcp
+			note "smc $test $(human "$size"): no RDMA packet counters on $dev; cannot show SMC-R was used: recorded as smc-tcp"
+		elif [ $((p1 - p0)) -lt 100 ]; then
+			name=smc-tcp
+			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: AF_SMC fell back to TCP"
+		else
+			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: SMC-R carried it"
+		fi
+	fi
+	emit "$name,${line#*,}"
+}
+
+echo "bench: $cfg, device $dev, peer $peer, $mode mode, ${secs}s streams" >&2
+hps_failed=0
+hb_port=21000
+cur=
+filtered_plan "$mode" "$nodes" "$rdma" >"$tmp/plan"	# no /dev/fd in the guest
+while read -r kind a b c <&3; do
+	case $kind in
+	perf) run_perf "$a" "$b" "$c" ;;
+	hb)
+		if [ "$a" != "$cur" ]; then
+			server_stop
+			cur=$a
+			hb_port=$((hb_port + 10))
+			[ "$a" = smc ] && smc_prepare
+			if ! hb_server "$a" "$hb_port"; then
+				peer_stop
+				note "$a: the hps-bench server did not start: $(first_error "$tmp/server")"
+			fi
+		fi
+		run_hb "$a" "$b" "$c" "$hb_port"
+		;;
+	esac
+done 3<"$tmp/plan"
+server_stop
+echo "bench: $cfg done" >&2
+if [ "$hps_failed" != 0 ]; then
+	echo "bench: $cfg: $hps_failed AF_HPS measurement(s) failed" >&2
+	exit 1
+fi

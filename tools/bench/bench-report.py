@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""bench-report.py OUTDIR: turn OUTDIR/raw.csv (written by bench-guest.sh)
+into OUTDIR/summary.md (tables and ratio tables per configuration) and, when
+gnuplot is installed, PNG plots per configuration: lat-CONFIG.png (one-way
+latency against message size), bw-CONFIG.png (bandwidth against write size)
+and cpu-CONFIG.png (CPU seconds per GiB against write size, streaming).
+OUTDIR/meta.txt and OUTDIR/notes-CONFIG.txt, when present, are copied into
+the summary."""
+
+import csv
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+LABEL = {
+    'verbs-send-poll': 'raw verbs send, polling',
+    'verbs-send-event': 'raw verbs send, events (-e)',
+    'verbs-write-poll': 'raw verbs RDMA write, polling',
+    'verbs-write-event': 'raw verbs RDMA write, events (-e)',
+    'verbs-read-poll': 'raw verbs RDMA read, polling',
+    'verbs-read-event': 'raw verbs RDMA read, events (-e)',
+    'hps': 'AF_HPS',
+    'tcp': 'TCP (TCP_NODELAY)',
+    'rsocket': 'rsockets',
+    'smc': 'SMC-R (AF_SMC, RDMA packets seen)',
+    'smc-tcp': 'AF_SMC fallen back to TCP',
+}
+ORDER = list(LABEL)
+
+
+def num(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def human(s):
+    s = int(s)
+    if s >= 1 << 20 and s % (1 << 20) == 0:
+        return '%d MiB' % (s >> 20)
+    if s >= 1024 and s % 1024 == 0:
+        return '%d KiB' % (s >> 10)
+    return '%d B' % s
+
+
+def fmt(v, digits=1):
+    return '-' if v is None else '%.*f' % (digits, v)
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return '-'
+    return '%.2f' % (a / b)
+
+
+def order_key(t):
+    return (ORDER.index(t) if t in ORDER else len(ORDER), t)
+
+
+def table(out, head, rows):
+    out.append('| ' + ' | '.join(head) + ' |')
+    out.append('|---' + '|---:' * (len(head) - 1) + '|')
+    for r in rows:
+        out.append('| ' + ' | '.join(r) + ' |')
+    out.append('')
+
+
+def cpu_total(r):
+    """client and server user+system and the softirq time, s/GiB"""
+    parts = [num(r.get(k)) for k in ('cli_user_s_gib', 'cli_sys_s_gib',
+                                      'srv_user_s_gib', 'srv_sys_s_gib')]
+    if any(p is None for p in parts):
+        return None
+    total = sum(parts)
+    sirq = num(r.get('cli_softirq_s_gib')) or 0
+    if not r['config'].startswith('1n'):
+        sirq += num(r.get('srv_softirq_s_gib')) or 0
+    return total + sirq
+
+
+def plot(outdir, cfg, name, title, ylabel, series):
+    """series: {transport: [(x, y)]}; log-log lines"""
+    if not shutil.which('gnuplot') or not any(series.values()):
+        return None
+    png = '%s-%s.png' % (name, cfg)
+    cmds = ['set terminal png size 900,600 noenhanced',
+            'set output "%s"' % os.path.join(outdir, png),
+            'set title "%s (%s)"' % (title, cfg),
+            'set logscale xy', 'set grid',
+            'set xlabel "message size (bytes)"',
+            'set ylabel "%s"' % ylabel, 'set key outside right',
+            'set format x "%.0s%cB"']
+    plots, data = [], []
+    for t in sorted(series, key=order_key):
+        pts = sorted(p for p in series[t] if p[1] and p[1] > 0)
+        if not pts:
+            continue
+        plots.append("'-' with linespoints title \"%s\"" % LABEL.get(t, t))
+        data.append('\n'.join('%g %g' % p for p in pts) + '\ne')
+    if not plots:
+        return None
+    script = '\n'.join(cmds) + '\nplot ' + ', '.join(plots) + '\n' + \
+        '\n'.join(data) + '\n'
+    r = subprocess.run(['gnuplot'], input=script, text=True,
+                       capture_output=True)
+    if r.returncode:
+        sys.stderr.write('bench-report: gnuplot: %s\n' % r.stderr.strip())
+        return None
+    return png
+
+
+def main():
+    outdir = sys.argv[1]
+    rows = []
+    with open(os.path.join(outdir, 'raw.csv')) as f:
+        lines = [ln for ln in f if ln.strip() and not ln.startswith('#')]
+    for r in csv.DictReader(lines):
+        rows.append(r)
+    configs = []
+    for r in rows:
+        if r['config'] not in configs:
+            configs.append(r['config'])
+
+    out = ['# AF_HPS benchmark: %s' % os.path.basename(outdir.rstrip('/')), '']
+    meta = os.path.join(outdir, 'meta.txt')
+    if os.path.exists(meta):
+        out += ['- ' + ln.rstrip() for ln in open(meta) if ln.strip()]
+        out.append('')
+    out += ['Under QEMU TCG with software RDMA the absolute numbers mean '
+            'little; compare the ratios within one run. Latency is one-way '
+            '(half the round trip), median, in microseconds; bandwidth in '
+            'MB/s (10^6 bytes/s). CPU is seconds per GiB moved: client and '
+            'server user+system from getrusage, plus the softirq time of '
+            'the node(s) from /proc/stat. Raw data: raw.csv.', '']
+
+    for cfg in configs:
+        rs = [r for r in rows if r['config'] == cfg]
+        out += ['## %s' % cfg, '']
+        by = {}
+        for r in rs:
+            by.setdefault((r['transport'], r['test']), []).append(r)
+
+        def get(t, test, size, col):
+            for r in by.get((t, test), []):
+                if int(r['size']) == size:
+                    return num(r[col])
+            return None
+
+        transports = sorted({r['transport'] for r in rs}, key=order_key)
+        lat_sizes = sorted({int(r['size']) for r in rs
+                            if r['test'] == 'pingpong'})
+        bw_sizes = sorted({int(r['size']) for r in rs
+                           if r['test'] == 'stream'})
+
+        if lat_sizes:
+            out += ['### One-way latency, median (us)', '']
+            table(out, ['transport'] + [human(s) for s in lat_sizes],
+                  [[LABEL.get(t, t)] +
+                   [fmt(get(t, 'pingpong', s, 'median_us'), 2)
+                    for s in lat_sizes]
+                   for t in transports if (t, 'pingpong') in by])
+        if bw_sizes:
+            out += ['### Streaming bandwidth (MB/s)', '']
+            table(out, ['transport'] + [human(s) for s in bw_sizes],
+                  [[LABEL.get(t, t)] +
+                   [fmt(get(t, 'stream', s, 'mbps')) for s in bw_sizes]
+                   for t in transports if (t, 'stream') in by])
+
+        multi = [t for t in transports
+                 if any((t, x) in by for x in ('bidir', 'streams', 'fanin',
+                                               'fanout', 'connrate'))]
+        if multi:
+            out += ['### Many directions and connections', '']
+
+            def first(t, test, col):
+                rr = by.get((t, test))
+                return num(rr[0][col]) if rr else None
+
+            table(out, ['transport', 'bidir MB/s', 'streams MB/s',
+                        'fanin median us', 'fanin round trips/s',
+                        'fanout MB/s', 'connections/s'],
+                  [[LABEL.get(t, t), fmt(first(t, 'bidir', 'mbps')),
+                    fmt(first(t, 'streams', 'mbps')),
+                    fmt(first(t, 'fanin', 'median_us'), 2),
+                    fmt(first(t, 'fanin', 'rate_per_s')),
+                    fmt(first(t, 'fanout', 'mbps')),
+                    fmt(first(t, 'connrate', 'rate_per_s'))]
+                   for t in multi])
+            sizes = sorted({int(r['size']) for r in rs
+                            if r['test'] in ('bidir', 'streams', 'fanout')})
+            out += ['(bidir, streams and fanout with %s writes, fanin with '
+                    '64 B messages, connrate exchanging 64 B; streams, fanin '
+                    'and fanout with %s connections)' %
+                    (', '.join(human(s) for s in sizes) or '-',
+                     next((r['streams'] for r in rs
+                           if r['test'] in ('streams', 'fanin', 'fanout')),
+                          '-')), '']
+
+        cpu_rows = []
+        for t in transports:
+            for r in sorted(by.get((t, 'stream'), []),
+                            key=lambda r: int(r['size'])):
+                if int(r['size']) != 65536 and len(bw_sizes) > 2:
+                    continue
+                if num(r.get('cli_user_s_gib')) is None:
+                    continue
+                cpu_rows.append([LABEL.get(t, t), human(r['size'])] +
+                                [fmt(num(r[c]), 3) for c in
+                                 ('cli_user_s_gib', 'cli_sys_s_gib',
+                                  'cli_softirq_s_gib', 'srv_user_s_gib',
+                                  'srv_sys_s_gib', 'srv_softirq_s_gib')] +
+                                [fmt(cpu_total(r), 3)])
+        if cpu_rows:
+            out += ['### CPU per GiB, streaming (s/GiB)', '']
+            table(out, ['transport', 'size', 'client usr', 'client sys',
+                        'softirq (client node)', 'server usr', 'server sys',
+                        'softirq (server node)', 'total'], cpu_rows)
+            if cfg.startswith('1n'):
+                out += ['(one node: both softirq columns are the same '
+                        'node\'s; the total counts it once)', '']
+
+        # ratios
+        refs = [('raw verbs send, polling', 'verbs-send-poll'),
+                ('raw verbs send, events', 'verbs-send-event'),
+                ('TCP', 'tcp'), ('SMC-R', 'smc'), ('rsockets', 'rsocket')]
+        cols, head = [], ['AF_HPS / ...']
+        for s in lat_sizes:
+            if get('hps', 'pingpong', s, 'median_us') is not None:
+                cols.append(('pingpong', s, 'median_us'))
+                head.append('latency %s' % human(s))
+        for s in bw_sizes:
+            if get('hps', 'stream', s, 'mbps') is not None:
+                cols.append(('stream', s, 'mbps'))
+                head.append('bandwidth %s' % human(s))
+        if cols:
+            out += ['### Ratios', '',
+                    'Latency: AF_HPS median / other (above 1: AF_HPS '
+                    'slower). Bandwidth: AF_HPS / other (below 1: AF_HPS '
+                    'slower).', '']
+            rrows = []
+            for name, t in refs:
+                row = [name]
+                for test, s, col in cols:
+                    row.append(ratio(get('hps', test, s, col),
+                                     get(t, test, s, col)))
+                if t == 'smc' and (t, 'pingpong') not in by and \
+                        (t, 'stream') not in by:
+                    row = [name] + ['- (no SMC-R result)'] + \
+                        ['-'] * (len(cols) - 1)
+                rrows.append(row)
+            table(out, head, rrows)
+
+        notes = os.path.join(outdir, 'notes-%s.txt' % cfg)
+        if os.path.exists(notes):
+            nl = [ln.rstrip() for ln in open(notes) if ln.strip()]
+            if nl:
+                out += ['### Notes', ''] + ['- ' + n for n in nl] + ['']
+
+        lat = {t: [(int(r['size']), num(r['median_us']))
+                   for r in by.get((t, 'pingpong'), [])] for t in transports}
+        bw = {t: [(int(r['size']), num(r['mbps']))
+                  for r in by.get((t, 'stream'), [])] for t in transports}
+        cpu = {t: [(int(r['size']), cpu_total(r))
+                   for r in by.get((t, 'stream'), [])] for t in transports}
+        pngs = [plot(outdir, cfg, 'lat', 'one-way latency, median',
+                     'microseconds', lat),
+                plot(outdir, cfg, 'bw', 'streaming bandwidth', 'MB/s', bw),
+                plot(outdir, cfg, 'cpu', 'CPU per GiB streamed',
+                     'CPU seconds per GiB', cpu)]
+        pngs = [p for p in pngs if p]
+        if pngs:
+            out += ['### Plots', ''] + ['![%s](%s)' % (p, p) for p in pngs]
+            out.append('')
+
+    with open(os.path.join(outdir, 'summary.md'), 'w') as f:
+        f.write('\n'.join(out))
+    print('\n'.join(out))
+
+
+if __name__ == '__main__':
+    main()
