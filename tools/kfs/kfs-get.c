@@ -29,6 +29,7 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +37,7 @@
 
 #include "hps_addr.h"
 
-#define BUF_SIZE	(1 << 20)
+#define BUF_SIZE	0x100000	/* 1 MiB */
 #define HDR_MAX		128
 
 /*
@@ -44,8 +45,20 @@
  * on AF_HPS, the connection's state (HPS_INFO). Not async-signal-safe
  * (snprintf), which is good enough for a last word before _exit().
  */
-static const char *volatile phase = "starting";
-static volatile int sock_fd = -1;
+enum { PH_START, PH_CONNECTING, PH_CONNECTED, PH_READING, PH_REPLY_LINE, PH_DATA, PH_CLOSING };
+
+static const char *const phase_names[] = {
+	"starting",
+	"connecting",
+	"connected",
+	"reading the reply",
+	"waiting for the reply line",
+	"receiving the data",
+	"closing",
+};
+
+static atomic_int phase = PH_START;	/* lock-free: safe in a handler */
+static atomic_int sock_fd = -1;
 
 static void on_term(int sig)
 {
@@ -55,7 +68,8 @@ static void on_term(int sig)
 	int n;
 
 	(void)sig;
-	n = snprintf(msg, sizeof(msg), "kfs-get: killed while %s", phase);
+	n = snprintf(msg, sizeof(msg), "kfs-get: killed while %s",
+		     phase_names[phase]);
 	if (sock_fd >= 0 && !getsockopt(sock_fd, SOL_HPS, HPS_INFO, &hi, &len))
 		n += snprintf(msg + n, sizeof(msg) - n,
 			      " (state %u credits %u peer_credits %u tx %llu rx %llu)",
@@ -77,7 +91,7 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void usage(void)
+static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: kfs-get [--transport hps|tcp] HOST PORT PATH [OUT]\n"
@@ -120,18 +134,18 @@ static int dial(int hps, const char *host, const char *port)
 		perror("kfs-get: socket");
 		exit(3);
 	}
-	phase = "connecting";
+	phase = PH_CONNECTING;
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
 		perror("kfs-get: connect");
 		exit(3);
 	}
-	phase = "connected";
+	phase = PH_CONNECTED;
 	sock_fd = fd;
 	return fd;
 }
 
 /* --idle: wait for the server to close an idle connection. */
-static int idle(int fd, int secs)
+static int wait_idle_close(int fd, int secs)
 {
 	double t0 = now();
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -164,7 +178,7 @@ static int raw(int fd, const char *req, int out, char *buf)
 		return 3;
 	}
 	shutdown(fd, SHUT_WR);
-	phase = "reading the reply";
+	phase = PH_READING;
 	while ((n = recv(fd, buf, BUF_SIZE, 0)) > 0)
 		if (write_all(out, buf, n)) {
 			perror("kfs-get: write");
@@ -189,12 +203,12 @@ int main(int argc, char **argv)
 
 	while (argc > 1 && !strncmp(argv[1], "--", 2)) {
 		if (argc < 3)
-			usage();
+			print_usage();
 		if (!strcmp(argv[1], "--transport")) {
 			if (!strcmp(argv[2], "tcp"))
 				hps = 0;
 			else if (strcmp(argv[2], "hps"))
-				usage();
+				print_usage();
 		} else if (!strcmp(argv[1], "--request")) {
 			request = argv[2];
 		} else if (!strcmp(argv[1], "--abort-after")) {
@@ -204,7 +218,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[1], "--idle")) {
 			idle_secs = atoi(argv[2]);
 		} else {
-			usage();
+			print_usage();
 		}
 		argc -= 2;
 		argv += 2;
@@ -213,16 +227,16 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_term);
 	if (idle_secs) {
 		if (argc != 3)
-			usage();
-		return idle(dial(hps, argv[1], argv[2]), idle_secs);
+			print_usage();
+		return wait_idle_close(dial(hps, argv[1], argv[2]), idle_secs);
 	}
 	if (request) {
 		if (argc < 3 || argc > 4)
-			usage();
+			print_usage();
 		outname = argv[3];
 	} else {
 		if (argc < 4 || argc > 5)
-			usage();
+			print_usage();
 		path = argv[3];
 		outname = argv[4];
 	}
@@ -251,7 +265,7 @@ int main(int argc, char **argv)
 	}
 
 	/* The reply line, then (after OK) exactly size bytes. */
-	phase = "waiting for the reply line";
+	phase = PH_REPLY_LINE;
 	for (;;) {
 		nl = memchr(buf, '\n', have);
 		if (nl || have >= HDR_MAX)
@@ -281,7 +295,7 @@ int main(int argc, char **argv)
 	memmove(buf, nl + 1, have);
 
 	rc = 0;
-	phase = "receiving the data";
+	phase = PH_DATA;
 	while (got < size) {
 		if (!have) {
 			n = recv(fd, buf, BUF_SIZE, 0);
@@ -314,7 +328,7 @@ int main(int argc, char **argv)
 		got += have;
 		have = 0;
 	}
-	phase = "closing";
+	phase = PH_CLOSING;
 	t = now() - t0;
 	if (!rc)
 		fprintf(stderr, "kfs-get: %s: %lld bytes in %.3f s, %.1f MB/s over %s\n",
