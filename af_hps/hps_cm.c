@@ -531,11 +531,15 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 
 	lock_sock(lsk);
 	if (lsk->sk_state != TCP_LISTEN || lsk->sk_shutdown & RCV_SHUTDOWN ||
-	    lhs->npending + lsk->sk_ack_backlog > lsk->sk_max_ack_backlog)
+	    lhs->npending + lsk->sk_ack_backlog > lsk->sk_max_ack_backlog) {
+		hps_stat_inc(HPS_STAT_LISTEN_DROPS);
 		goto reject;
+	}
 	sk = hps_sock_alloc(sock_net(lsk), NULL, lsk->sk_kern_sock);
-	if (!sk)
-		goto reject;
+	if (!sk) {
+		err = -ENOMEM;
+		goto reject_err;
+	}
 	chs = hps_sk(sk);
 	sk->sk_rcvbuf = lsk->sk_rcvbuf;
 	sk->sk_sndbuf = lsk->sk_sndbuf;
@@ -579,6 +583,9 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	return;
 
 out_teardown:
+	hps_stat_inc(HPS_STAT_ACCEPT_ERRORS);
+	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
+			    err);
 	hps_wr_teardown(chs);
 	chs->cm_id = NULL;
 	release_sock(sk);
@@ -588,6 +595,10 @@ out_teardown:
 	sock_put(sk);		/* the child's own reference: frees it */
 	return;
 
+reject_err:
+	hps_stat_inc(HPS_STAT_ACCEPT_ERRORS);
+	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
+			    err);
 reject:
 	release_sock(lsk);
 	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
@@ -620,12 +631,15 @@ void hps_cm_connect_work(struct work_struct *work)
 
 	lock_sock(sk);
 	clear_bit(HPS_F_CONNECTING, &hs->flags);
-	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags))
+	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags)) {
 		hps_connd_kick(hs, HPS_W_TEARDOWN);
-	else if (err)
+	} else if (err) {
+		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+		pr_debug("rdma_connect failed: %d\n", err);
 		destroy = hps_fail(hs, err == -ETIMEDOUT ? ETIMEDOUT :
 				   err == -ENETUNREACH ? ENETUNREACH :
 				   ECONNREFUSED);
+	}
 	release_sock(sk);
 	hps_cm_destroy_id(sk, destroy);
 	sock_put(sk);	/* from hps_cm_process() */
@@ -714,12 +728,16 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	switch (event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(id, HPS_RESOLVE_MS);
-		if (err)
+		if (err) {
+			hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
 			destroy = hps_fail(hs, EHOSTUNREACH);
+		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = hps_wr_setup(hs, id);
 		if (err) {
+			hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+			pr_debug("connection setup failed: %d\n", err);
 			destroy = hps_fail(hs, err == -ENODEV ? ENETUNREACH :
 					   err == -ENOBUFS || err == -ENOMEM ?
 					   ENOBUFS : ECONNREFUSED);
@@ -745,6 +763,9 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
+		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+		pr_debug("connect failed: %s, status %d\n",
+			 rdma_event_msg(event), status);
 		destroy = hps_fail(hs, -hps_cm_errno(event, status));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:

@@ -21,6 +21,9 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_ABORTS]	= "aborts",
 	[HPS_STAT_PROTO_ERRORS]	= "proto_errors",
 	[HPS_STAT_CREDIT_MSGS]	= "credit_msgs",
+	[HPS_STAT_LISTEN_DROPS]	= "listen_drops",
+	[HPS_STAT_ACCEPT_ERRORS] = "accept_errors",
+	[HPS_STAT_CONNECT_ERRORS] = "connect_errors",
 };
 
 /**

@@ -32,6 +32,9 @@ for t in hps_* final_*; do
 	fi
 	echo "=== $t ($HPS_NODES node(s), $HPS_RDMA)"
 	out=$(mktemp)
+	f0=$fail
+	klog0=$(dmesg | wc -l)
+	klog0p=$([ "$HPS_NODES" = 2 ] && hps-vm-peer dmesg | wc -l)
 	timeout -k 10 "$per_test_timeout" "./$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	totals=$(grep -E '^# Totals: pass:[0-9]+ fail:[0-9]+' "$out" | tail -n1)
@@ -53,6 +56,15 @@ for t in hps_* final_*; do
 		fail=$((fail + 1))
 	fi
 	rm -f "$out"
+	# On failure, what the kernel said meanwhile and the module's counters.
+	if [ "$fail" != "$f0" ]; then
+		echo "=== $t failed: kernel log since it started, and hps_stat"
+		dmesg | tail -n +$((klog0 + 1)) | tail -n 40 | sed 's/^/# node1: /'
+		[ "$HPS_NODES" = 2 ] && hps-vm-peer dmesg |
+			tail -n +$((klog0p + 1)) | tail -n 40 | sed 's/^/# node2: /'
+		tr '\n' ' ' </proc/net/hps_stat | sed 's/^/# hps_stat: /'
+		echo
+	fi
 done
 echo "$pass $fail $skip" >"$result"
 echo "=== $HPS_NODES node(s), $HPS_RDMA: $pass passed, $fail failed, $skip skipped"
