@@ -24,7 +24,7 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
-	uapi-check sparse siw selftests vm-modules tools bench bench-full
+	uapi-check sparse siw selftests vm-modules tools bench bench-full bench-zcopy
 
 all: modules
 
@@ -35,6 +35,7 @@ help:
 	@echo 'make check      run every selftest in the VMs (rxe and siw, 1 and 2 nodes)'
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
+	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
 	@echo 'make bench-full every benchmark, all four configurations (about an hour)'
 	@echo 'make clean      remove build products (keeps the staged kernel)'
 
@@ -81,6 +82,9 @@ bench: vm-modules tools
 
 bench-full: vm-modules tools
 	@$(TOP)/tools/bench/bench.sh --full
+
+bench-zcopy: vm-modules tools
+	@$(TOP)/tools/bench/zcopy.sh
 
 clean:
 	@[ ! -f "$(VM_KDIR)/Makefile" ] || $(MAKE) -C $(VM_KDIR) M=$(TOP) clean

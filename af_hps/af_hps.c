@@ -132,6 +132,18 @@ static int hps_setsockopt(struct socket *sock, int level, int optname,
 	int bit = hps_opt_bit(level, optname);
 	int val;
 
+	if (level == SOL_HPS && optname == HPS_ZCOPY_THRESH) {
+		if (optlen < sizeof(int))
+			return -EINVAL;
+		if (copy_from_sockptr(&val, optval, sizeof(val)))
+			return -EFAULT;
+		if (val < 0 || val > HPS_ZC_THRESH_MAX)
+			return -EINVAL;
+		lock_sock(sk);
+		WRITE_ONCE(hs->zc_thresh, val);
+		release_sock(sk);
+		return 0;
+	}
 	if (bit < 0)
 		return -ENOPROTOOPT;
 	if (optlen < sizeof(int))
@@ -192,11 +204,14 @@ static int hps_getsockopt(struct socket *sock, int level, int optname,
 		return 0;
 	}
 	bit = hps_opt_bit(level, optname);
-	if (bit < 0)
+	if (bit < 0 && !(level == SOL_HPS && optname == HPS_ZCOPY_THRESH))
 		return -ENOPROTOOPT;
 	if (len < sizeof(int))
 		return -EINVAL;
-	val = test_bit(bit, &hs->flags);
+	if (bit < 0)
+		val = READ_ONCE(hs->zc_thresh);
+	else
+		val = test_bit(bit, &hs->flags);
 	len = sizeof(int);
 	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
 		return -EFAULT;

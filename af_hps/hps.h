@@ -35,12 +35,13 @@
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
+#include <rdma/rw.h>
 #include <linux/af_hps.h>
 
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
 #define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
-#define HPS_PROTO_VERSION	2
+#define HPS_PROTO_VERSION	3
 
 /**
  * struct hps_hello - CM private data of the connect request and reply
@@ -65,7 +66,23 @@ enum hps_msg_type {
 	HPS_MSG_CREDIT	= 2,	/* credit update only; len 0 */
 	HPS_MSG_FIN	= 3,	/* no more data from the sender; len 0 */
 	HPS_MSG_ABORT	= 4,	/* connection reset; len 0 */
+	HPS_MSG_SRCAVAIL = 5,	/* zero copy: struct hps_srcavail */
+	HPS_MSG_RDMA_DONE = 6,	/* zero copy: all of it was read; len 0 */
+	HPS_MSG_SENDSM	= 7,	/* zero copy: send the rest by copy; __be32 */
+	HPS_MSG_CANCEL	= 8,	/* zero copy: sender gives up; len 0 */
 };
+
+/**
+ * struct hps_srcavail - payload of HPS_MSG_SRCAVAIL
+ * @addr: address of the advertised bytes under @rkey
+ * @rkey: remote key; grants RDMA Read of exactly [@addr, @addr + @len)
+ * @len: bytes advertised; the next @len bytes of the stream
+ */
+struct hps_srcavail {
+	__be64	addr;
+	__be32	rkey;
+	__be32	len;
+} __packed;
 
 /*
  * Flag in hps_hdr.type, on any message: the sender has received the
@@ -109,6 +126,14 @@ struct hps_hdr {
 #define HPS_FIN_TIMEOUT		(60 * HZ)	/* closed, FIN not taken */
 #define HPS_NUDGE_TIMEOUT	(HZ / 5)	/* first nudge; doubles */
 #define HPS_NUDGES_MAX		4
+#define HPS_ZC_PAGES		256	/* pages advertised or read at once */
+#define HPS_ZC_ADV_MAX		(16 << 20)	/* largest SRCAVAIL accepted */
+#define HPS_ZC_RW_CTXS		8	/* rdma_rw budget of a connection */
+#define HPS_ZC_RX_MIN		16384	/* smaller reads take the copy */
+#define HPS_ZC_CANCEL_TIMEOUT	(HZ / 2)	/* unread SRCAVAIL: cancel */
+#define HPS_ZC_REPLY_TIMEOUT	(30 * HZ)	/* no answer to CANCEL: reset */
+#define HPS_ZC_THRESH_MAX	BIT(30)
+#define HPS_ZC_THRESH_DEFAULT	(64 * 1024)	/* see Documentation/zcopy.rst */
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -150,7 +175,8 @@ struct hps_dev {
  * @dma: bus address, 0 when unmapped
  * @len: rx: payload bytes; tx: payload bytes filled
  * @off: rx: payload bytes already consumed by the reader
- * @type: tx: message type to send (enum hps_msg_type)
+ * @type: message type last sent (tx) or received and queued (rx)
+ * @dead: rx SRCAVAIL: fully read or abandoned; the reader drops it
  */
 struct hps_buf {
 	struct ib_cqe		cqe;
@@ -160,6 +186,7 @@ struct hps_buf {
 	u32			len;
 	u32			off;
 	u8			type;
+	bool			dead;
 };
 
 /* hps_sock.flags bits (atomic bitops) */
@@ -183,6 +210,14 @@ enum {
 	HPS_F_ACTIVE,		/* this end called connect() */
 	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
 	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
+	HPS_F_ZC_TX,		/* our SRCAVAIL waits for its answer */
+	HPS_F_ZC_TX_REPLY,	/* ... which came (zc_tx_consumed) */
+	HPS_F_ZC_TX_INV,	/* the sender's MR was invalidated */
+	HPS_F_ZC_CANCEL_OWED,	/* send CANCEL */
+	HPS_F_ZC_DONE_OWED,	/* send RDMA_DONE */
+	HPS_F_ZC_SENDSM_OWED,	/* send SENDSM(zc_rx_sendsm) */
+	HPS_F_ZC_READING,	/* an RDMA Read of zc_rx is in flight */
+	HPS_F_ZC_RX_CANCEL,	/* CANCEL came during that read */
 };
 
 /* connd work bits (hps_sock.connd_work) */
@@ -244,6 +279,23 @@ enum {
  * @inline_max: largest message sent inline
  * @tx_bytes: payload bytes sent
  * @rx_bytes: payload bytes received
+ * @zc_thresh: sends of at least this many bytes go zero copy (0: never);
+ *	       socket lock
+ * @zc_mr: sender's fast-registration MR, allocated on first use; socket
+ *	   lock, deregistered after the QP is drained
+ * @zc_port: port of the connection, for rdma_rw
+ * @zc_rd_pages: most pages one RDMA Read context may cover
+ * @zc_reg_cqe: REG_MR and LOCAL_INV completions (hps_zc_reg_done())
+ * @zc_inv_cqe: LOCAL_INV completion (hps_zc_inv_done())
+ * @zc_rd_cqe: RDMA Read completion (hps_zc_read_done())
+ * @zc_rw: RDMA Read context of the reader
+ * @zc_rd_sgt: pages @zc_rw reads into
+ * @zc_rd_len: bytes @zc_rw reads
+ * @zc_rd_ok: the read completed successfully
+ * @zc_rx: the peer's SRCAVAIL not yet fully read or abandoned (in rx_ready)
+ * @zc_rx_sendsm: bytes of the abandoned SRCAVAIL read before SENDSM
+ * @zc_tx_len: bytes our outstanding SRCAVAIL advertised
+ * @zc_tx_consumed: bytes of it the peer read (its answer)
  */
 struct hps_sock {
 	struct sock		sk;
@@ -292,6 +344,22 @@ struct hps_sock {
 	u32			inline_max;
 	u64			tx_bytes;
 	u64			rx_bytes;
+
+	u32			zc_thresh;
+	struct ib_mr		*zc_mr;
+	u32			zc_port;
+	u32			zc_rd_pages;
+	struct ib_cqe		zc_reg_cqe;
+	struct ib_cqe		zc_inv_cqe;
+	struct ib_cqe		zc_rd_cqe;
+	struct rdma_rw_ctx	zc_rw;
+	struct sg_table		zc_rd_sgt;
+	u32			zc_rd_len;
+	bool			zc_rd_ok;
+	struct hps_buf		*zc_rx;
+	u32			zc_rx_sendsm;
+	u32			zc_tx_len;
+	u32			zc_tx_consumed;
 };
 
 static inline struct hps_sock *hps_sk(const struct sock *sk)
@@ -358,6 +426,9 @@ bool hps_tx_writable(struct hps_sock *hs);
 void hps_send_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
+bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
+		      u32 len);
+bool hps_tx_flushed(struct hps_sock *hs);
 bool hps_tx_fin_step(struct hps_sock *hs, int bit);
 void hps_tx_nudge(struct timer_list *t);
 void hps_tx_fin_done(struct hps_sock *hs);
@@ -370,6 +441,18 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
 			struct pipe_inode_info *pipe, size_t len,
 			unsigned int flags);
+
+/* hps_zc.c */
+ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
+		    bool *copy_rest);
+int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len);
+bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
+			long timeo);
+void hps_zc_rx_abandon(struct hps_sock *hs);
+int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len);
+void hps_zc_push(struct hps_sock *hs);
+void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr);
+void hps_zc_teardown(struct hps_sock *hs);
 
 /* hps_close.c */
 int hps_shutdown(struct socket *sock, int how);
@@ -387,6 +470,7 @@ struct hps_net {
 	unsigned int		buf_size;
 	unsigned int		ack_thresh;
 	unsigned int		inline_max;
+	unsigned int		zcopy_thresh;
 	int			rmem_default;
 	int			wmem_default;
 };
@@ -405,10 +489,17 @@ enum hps_stat {
 	HPS_STAT_LISTEN_DROPS,
 	HPS_STAT_ACCEPT_ERRORS,
 	HPS_STAT_CONNECT_ERRORS,
+	HPS_STAT_ZC_TX,
+	HPS_STAT_ZC_TX_BYTES,
+	HPS_STAT_ZC_RX_READS,
+	HPS_STAT_ZC_RX_BYTES,
+	HPS_STAT_ZC_FALLBACKS,
+	HPS_STAT_ZC_CANCELS,
 	HPS_STAT_MAX,
 };
 
 void hps_stat_inc(enum hps_stat s);
+void hps_stat_add(enum hps_stat s, long n);
 int hps_stats_init(void);
 void hps_stats_exit(void);
 

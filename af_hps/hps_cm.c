@@ -546,6 +546,7 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sk->sk_userlocks = lsk->sk_userlocks;
 	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
 	sk->sk_sndtimeo = lsk->sk_sndtimeo;
+	chs->zc_thresh = lhs->zc_thresh;
 	hps_conn_params(chs);
 	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
 

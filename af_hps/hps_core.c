@@ -106,6 +106,7 @@ void hps_sock_init(struct hps_sock *hs)
 	sk->sk_state = TCP_CLOSE;
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);
 	sk->sk_sndbuf = READ_ONCE(hn->wmem_default);
+	hs->zc_thresh = READ_ONCE(hn->zcopy_thresh);
 }
 
 /**

@@ -120,6 +120,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			hps_conn_error(hs, ECONNRESET);
 			return;
 		}
+		b->type = HPS_MSG_DATA;
 		b->len = len;
 		b->off = 0;
 		list_add_tail(&b->list, &hs->rx_ready);
@@ -140,6 +141,27 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		set_bit(HPS_F_FIN_ACK_OWED, &hs->flags);
 		hps_rx_repost(hs, b, false);
 		fin = true;
+		break;
+	case HPS_MSG_SRCAVAIL:
+		if (sock_flag(sk, SOCK_DEAD)) {
+			spin_unlock(&hs->lock);
+			hps_conn_error(hs, ECONNRESET);
+			return;
+		}
+		fallthrough;
+	case HPS_MSG_RDMA_DONE:
+	case HPS_MSG_SENDSM:
+	case HPS_MSG_CANCEL:
+		switch (hps_zc_rx_msg(hs, b, type, len)) {
+		case 1:
+			data = true;
+			break;
+		case 0:
+			hps_rx_repost(hs, b, false);
+			break;
+		default:
+			goto violation;
+		}
 		break;
 	case HPS_MSG_ABORT:
 		spin_unlock(&hs->lock);
@@ -192,6 +214,33 @@ static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
 		u32 avail = b->len - b->off, start = b->off;
 		size_t chunk, n;
 
+		if (b->type == HPS_MSG_SRCAVAIL) {
+			if (b->dead && peek)
+				goto next;
+			if (b->dead) {
+				/* Read or abandoned: the buffer goes back. */
+				spin_lock_bh(&hs->lock);
+				list_del_init(&b->list);
+				hs->rx_nready--;
+				hps_rx_repost(hs, b, true);
+				hps_tx_push(hs);
+				b = list_first_entry_or_null(&hs->rx_ready,
+							     struct hps_buf,
+							     list);
+				spin_unlock_bh(&hs->lock);
+				continue;
+			}
+			/* A peek cannot see these bytes: have them copied. */
+			if (peek) {
+				spin_lock_bh(&hs->lock);
+				if (hs->zc_rx == b &&
+				    !test_bit(HPS_F_ZC_READING, &hs->flags))
+					hps_zc_rx_abandon(hs);
+				spin_unlock_bh(&hs->lock);
+			}
+			break;	/* hps_recvmsg() reads it with hps_zc_recv() */
+		}
+
 		if (peek && skip >= avail) {
 			skip -= avail;
 			goto next;
@@ -233,6 +282,32 @@ next:
 		spin_unlock_bh(&hs->lock);
 	}
 	return done;
+}
+
+/*
+ * The reader stopped at the peer's SRCAVAIL: read it zero copy if this read
+ * qualifies, else have the rest sent by copy. Socket lock held.
+ * Return: bytes read, 0 or -errno.
+ */
+static int hps_rx_zc(struct hps_sock *hs, struct msghdr *msg, size_t len,
+		     long timeo)
+{
+	struct hps_buf *b;
+
+	spin_lock_bh(&hs->lock);
+	b = list_first_entry_or_null(&hs->rx_ready, struct hps_buf, list);
+	if (!b || b != hs->zc_rx) {
+		spin_unlock_bh(&hs->lock);
+		return 0;
+	}
+	if (hps_zc_rx_eligible(hs, msg, len, timeo)) {
+		spin_unlock_bh(&hs->lock);
+		return hps_zc_recv(hs, msg, len);
+	}
+	if (!test_bit(HPS_F_ZC_READING, &hs->flags))
+		hps_zc_rx_abandon(hs);
+	spin_unlock_bh(&hs->lock);
+	return 0;
 }
 
 static bool hps_rx_eof(struct hps_sock *hs)
@@ -286,6 +361,18 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 			break;
 		if (n)
 			continue;
+		if (!peek) {
+			n = hps_rx_zc(hs, msg, len - copied, timeo);
+			if (n < 0) {
+				err = copied ? 0 : n;
+				break;
+			}
+			copied += n;
+			if (copied >= target)
+				break;
+			if (n || hps_rx_queued(hs))
+				continue;
+		}
 		if (hps_rx_eof(hs) || sk->sk_err) {
 			/* Data queued before the FIN or the error comes first. */
 			smp_rmb();

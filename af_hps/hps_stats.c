@@ -24,6 +24,12 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_LISTEN_DROPS]	= "listen_drops",
 	[HPS_STAT_ACCEPT_ERRORS] = "accept_errors",
 	[HPS_STAT_CONNECT_ERRORS] = "connect_errors",
+	[HPS_STAT_ZC_TX]	= "zcopy_tx",
+	[HPS_STAT_ZC_TX_BYTES]	= "zcopy_tx_bytes",
+	[HPS_STAT_ZC_RX_READS]	= "zcopy_rx_reads",
+	[HPS_STAT_ZC_RX_BYTES]	= "zcopy_rx_bytes",
+	[HPS_STAT_ZC_FALLBACKS]	= "zcopy_fallbacks",
+	[HPS_STAT_ZC_CANCELS]	= "zcopy_cancels",
 };
 
 /**
@@ -35,6 +41,18 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 void hps_stat_inc(enum hps_stat s)
 {
 	atomic_long_inc(&hps_stats[s]);
+}
+
+/**
+ * hps_stat_add() - add to a counter
+ * @s: the counter
+ * @n: amount
+ *
+ * Context: any.
+ */
+void hps_stat_add(enum hps_stat s, long n)
+{
+	atomic_long_add(n, &hps_stats[s]);
 }
 
 static int hps_stat_show(struct seq_file *seq, void *v)

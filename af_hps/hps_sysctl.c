@@ -22,6 +22,7 @@ static unsigned int hps_buf_max = HPS_BUF_MAX;
 static unsigned int hps_pct_min = 1;
 static unsigned int hps_pct_max = 100;
 static unsigned int hps_inline_max = HPS_INLINE_MAX;
+static unsigned int hps_zc_thresh_max = HPS_ZC_THRESH_MAX;
 static int hps_mem_min = 4096;
 static int hps_mem_max = 64 << 20;
 
@@ -57,6 +58,14 @@ static const struct ctl_table hps_sysctl_template[] = {
 		.proc_handler	= proc_douintvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &hps_inline_max,
+	},
+	{
+		.procname	= "zcopy_thresh",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &hps_zc_thresh_max,
 	},
 	{
 		.procname	= "rmem_default",
@@ -98,6 +107,7 @@ static int __net_init hps_net_init(struct net *net)
 	hn->buf_size = 65536;
 	hn->ack_thresh = 50;
 	hn->inline_max = 128;
+	hn->zcopy_thresh = HPS_ZC_THRESH_DEFAULT;
 	hn->rmem_default = 1 << 20;
 	hn->wmem_default = 1 << 20;
 
@@ -109,8 +119,9 @@ static int __net_init hps_net_init(struct net *net)
 	table[1].data = &hn->buf_size;
 	table[2].data = &hn->ack_thresh;
 	table[3].data = &hn->inline_max;
-	table[4].data = &hn->rmem_default;
-	table[5].data = &hn->wmem_default;
+	table[4].data = &hn->zcopy_thresh;
+	table[5].data = &hn->rmem_default;
+	table[6].data = &hn->wmem_default;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
 	if (!hn->hdr) {

@@ -46,9 +46,44 @@ static bool hps_ctrl_free(struct hps_sock *hs)
 }
 
 /**
- * hps_tx_ctrl() - post a control message
+ * hps_tx_ctrl_data() - post a control message with a small payload
  * @hs: the connection
- * @type: HPS_MSG_CREDIT, HPS_MSG_FIN or HPS_MSG_ABORT
+ * @type: enum hps_msg_type other than HPS_MSG_DATA
+ * @data: payload (at most %HPS_CTRL_PAYLOAD bytes) or NULL
+ * @len: its length
+ *
+ * FIN and SRCAVAIL, which carry the stream forward, need two credits, so
+ * that one is always left for the messages that answer or reset.
+ *
+ * Context: hs->lock held.
+ * Return: true if the message was posted.
+ */
+bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
+		      u32 len)
+{
+	bool stream = type == HPS_MSG_FIN || type == HPS_MSG_SRCAVAIL;
+	struct hps_buf *b;
+
+	lockdep_assert_held(&hs->lock);
+	if (!hps_can_post(hs, stream ? 2 : 1) || !hps_ctrl_free(hs))
+		return false;
+	b = &hs->ctrl[hs->ctrl_head % HPS_NCTRL];
+	b->len = 0;
+	if (len)
+		memcpy(b->buf + HPS_HDR_LEN, data, len);
+	if (hps_wr_post_send(hs, b, type, len)) {
+		hps_conn_error(hs, ECONNRESET);
+		return false;
+	}
+	hs->ctrl_head++;
+	return true;
+}
+
+/**
+ * hps_tx_ctrl() - post a control message without payload
+ * @hs: the connection
+ * @type: HPS_MSG_CREDIT, HPS_MSG_FIN, HPS_MSG_ABORT, HPS_MSG_RDMA_DONE or
+ *	  HPS_MSG_CANCEL
  * @force: send a CREDIT message even with no credits to return
  *
  * Context: hs->lock held.
@@ -59,10 +94,11 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
 	struct hps_buf *b;
 
 	lockdep_assert_held(&hs->lock);
-	if (!hps_can_post(hs, type == HPS_MSG_FIN ? 2 : 1) ||
-	    !hps_ctrl_free(hs))
+	if (type != HPS_MSG_CREDIT)
+		return hps_tx_ctrl_data(hs, type, NULL, 0);
+	if (!hps_can_post(hs, 1) || !hps_ctrl_free(hs))
 		return false;
-	if (type == HPS_MSG_CREDIT && !hs->rx_pending && !force)
+	if (!hs->rx_pending && !force)
 		return false;
 	b = &hs->ctrl[hs->ctrl_head % HPS_NCTRL];
 	b->len = 0;
@@ -71,8 +107,7 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
 		return false;
 	}
 	hs->ctrl_head++;
-	if (type == HPS_MSG_CREDIT)
-		hps_stat_inc(HPS_STAT_CREDIT_MSGS);
+	hps_stat_inc(HPS_STAT_CREDIT_MSGS);
 	return true;
 }
 
@@ -84,6 +119,13 @@ static void hps_tx_credit_update(struct hps_sock *hs)
 	if (!hs->rx_pending)
 		return;
 	need = hs->rx_pending_data ? hs->ack_thresh : max(hs->ack_thresh, 2U);
+	/*
+	 * While our SRCAVAIL waits for its answer, every credit goes back at
+	 * once: the answer needs one at the peer, and this writer may not be
+	 * reading what would otherwise return them.
+	 */
+	if (test_bit(HPS_F_ZC_TX, &hs->flags))
+		need = 1;
 	if (hs->rx_pending >= need)
 		hps_tx_ctrl(hs, HPS_MSG_CREDIT, false);
 }
@@ -135,9 +177,13 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 		}
 	}
 
+	/* Zero-copy answers and cancels. */
+	hps_zc_push(hs);
+
 	/* FIN after the last byte. */
 	if (test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
 	    !test_bit(HPS_F_FIN_SENT, &hs->flags) &&
+	    !test_bit(HPS_F_ZC_TX, &hs->flags) &&
 	    hs->tx_posted == hs->tx_fill && !hps_tx_open_len(hs) &&
 	    !hs->tx_filling) {
 		if (hps_tx_ctrl(hs, HPS_MSG_FIN, false))
@@ -236,18 +282,38 @@ void hps_tx_push(struct hps_sock *hs)
 }
 
 /**
+ * hps_tx_flushed() - has everything written so far been posted?
+ * @hs: the connection
+ *
+ * A SRCAVAIL may only follow once it has: it takes the next bytes of the
+ * stream.
+ *
+ * Context: hs->lock held.
+ * Return: true if no data waits in a send buffer.
+ */
+bool hps_tx_flushed(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_posted == hs->tx_fill && !hps_tx_open_len(hs) &&
+	       !hs->tx_filling;
+}
+
+/**
  * hps_tx_writable() - is there room for the writer?
  * @hs: the connection
  *
  * Context: any; takes hs->lock.
- * Return: true if a send buffer is open for new data.
+ * Return: true if a send buffer is open for new data and no zero-copy
+ * send waits for its answer.
  */
 bool hps_tx_writable(struct hps_sock *hs)
 {
 	bool ret;
 
 	spin_lock_bh(&hs->lock);
-	ret = hs->ntx && hs->tx_fill - hs->tx_done < hs->ntx;
+	/* Another writer's zero-copy bytes are not in the stream yet. */
+	ret = hs->ntx && hs->tx_fill - hs->tx_done < hs->ntx &&
+	      !test_bit(HPS_F_ZC_TX, &hs->flags);
 	spin_unlock_bh(&hs->lock);
 	return ret;
 }
@@ -391,6 +457,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	int flags = msg->msg_flags;
+	bool copy_rest = false;
 	size_t copied = 0;
 	long timeo;
 	int err = 0;
@@ -408,6 +475,18 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		err = hps_tx_wait(sk, &timeo, copied);
 		if (err)
 			break;
+
+		if (!copy_rest) {
+			ssize_t zc = hps_zc_send(hs, msg, &timeo, &copy_rest);
+
+			if (zc < 0) {
+				err = zc;
+				break;
+			}
+			copied += zc;
+			if (zc)
+				continue;
+		}
 
 		spin_lock_bh(&hs->lock);
 		b = &hs->tx[hs->tx_fill % hs->ntx];

@@ -132,7 +132,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 		.send_cq	= hs->dev->cq,
 		.recv_cq	= hs->dev->cq,
 		.cap = {
-			.max_send_wr	 = hs->ntx + HPS_NCTRL + 1,
+			/* + drain, REG_MR and LOCAL_INV of zero copy */
+			.max_send_wr	 = hs->ntx + HPS_NCTRL + 3,
 			.max_recv_wr	 = hs->nrx + 1,
 			.max_send_sge	 = 1,
 			.max_recv_sge	 = 1,
@@ -142,6 +143,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 		.qp_type	= IB_QPT_RC,
 	};
 	int err;
+
+	hps_zc_setup(hs, &attr);
 
 	err = rdma_create_qp(id, hs->dev->pd, &attr);
 	if (err && hs->inline_max) {
@@ -179,8 +182,10 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 	dev = hps_dev_get(ibdev);
 	if (!dev)
 		return -ENODEV;
+	/* Send queue: see hps_qp_create(); rdma_rw adds up to 3 per ctx. */
 	err = hps_dev_reserve(dev, hs,
-			      hs->ntx + HPS_NCTRL + 1 + hs->nrx + 1);
+			      hs->ntx + HPS_NCTRL + 3 + 3 * HPS_ZC_RW_CTXS +
+			      hs->nrx + 1);
 	if (err) {
 		hps_dev_put(dev);
 		return err;
@@ -227,6 +232,7 @@ void hps_wr_teardown(struct hps_sock *hs)
 
 	if (hs->qp && test_bit(HPS_F_QP_READY, &hs->flags))
 		ib_drain_qp(hs->qp);
+	hps_zc_teardown(hs);	/* every completion has run */
 	if (hs->dev)
 		hps_bufs_unmap(hs);
 	if (hs->qp) {

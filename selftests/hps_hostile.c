@@ -17,7 +17,7 @@
 #include "hps_util.h"
 
 /* The protocol version (Documentation/protocol.rst). */
-#define PV 2
+#define PV 3
 
 struct hdr {
 	uint8_t version, type;

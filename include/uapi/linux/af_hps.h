@@ -35,6 +35,7 @@
 #define HPS_NODELAY	1	/* send small writes at once (TCP_NODELAY) */
 #define HPS_CORK	2	/* hold partial buffers until uncorked (TCP_CORK) */
 #define HPS_INFO	3	/* struct hps_info, read only */
+#define HPS_ZCOPY_THRESH 4	/* zero-copy sends from this many bytes; 0 off */
 
 /**
  * struct hps_info - connection state read with getsockopt(SOL_HPS, HPS_INFO)

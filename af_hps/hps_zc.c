@@ -1,0 +1,743 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * Zero-copy transfers (Documentation/zcopy.rst).
+ *
+ * A blocking send of at least zc_thresh bytes from user memory pins the
+ * pages, registers them with fast registration (IB_WR_REG_MR, remote read
+ * only, a fresh key each time) and advertises them in a SRCAVAIL message,
+ * which takes the place of those bytes in the stream. The receiver pulls
+ * them with RDMA Read (rdma_rw) straight into the pinned pages of a large
+ * enough blocking read, in as many pieces as the reads ask for, and answers
+ * RDMA_DONE once all were read. A read that cannot take them that way
+ * (non-blocking, MSG_PEEK, small, kernel memory) answers SENDSM instead:
+ * the sender sends the rest by copy, behind the SRCAVAIL in the stream.
+ * A sender that waits too long (the peer is not reading), is interrupted
+ * or times out sends CANCEL, and the receiver answers at once from its
+ * completion handler, so that two writers facing each other fall back to
+ * buffering rather than deadlock. Only then, and only after a LOCAL_INV
+ * has completed (or the QP was drained and the MR deregistered), are the
+ * pages unpinned and send() returns.
+ *
+ * One SRCAVAIL per direction is outstanding at a time: the writer holds
+ * the socket lock except while it sleeps, and nothing else may be posted
+ * behind its bytes (FIN waits for HPS_F_ZC_TX; other writers wait for the
+ * answer, see hps_sendmsg()).
+ *
+ * State: HPS_F_ZC_* bits and the zc_* fields of struct hps_sock, under
+ * hs->lock unless their comment says otherwise.
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+
+#include "hps.h"
+
+static void hps_zc_wake(struct sock *sk)
+{
+	struct socket_wq *wq;
+
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_all(&wq->wait);
+	rcu_read_unlock();
+}
+
+/*
+ * Sleep without the socket lock until @cond, ignoring signals: pages the
+ * device may still access cannot be handed back early. Completion handlers
+ * wake us; a 100 ms tick covers the wakeups of connection errors. TASK_IDLE:
+ * the wait is bounded by the QP's timeouts and HPS_ZC_REPLY_TIMEOUT.
+ */
+#define hps_zc_wait_idle(sk, cond)					\
+do {									\
+	struct sock *__sk = (sk);					\
+	DEFINE_WAIT(__wait);						\
+	for (;;) {							\
+		prepare_to_wait(sk_sleep(__sk), &__wait, TASK_IDLE);	\
+		if (cond)						\
+			break;						\
+		release_sock(__sk);					\
+		schedule_timeout(HZ / 10);				\
+		lock_sock(__sk);					\
+	}								\
+	finish_wait(sk_sleep(__sk), &__wait);				\
+} while (0)
+
+/**
+ * hps_zc_setup() - zero-copy needs of a new QP
+ * @hs: the connection
+ * @attr: its QP attributes, filled in for rdma_create_qp()
+ *
+ * Context: connection thread, socket lock held.
+ */
+void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
+{
+	struct ib_device *ibdev = hs->dev->ibdev;
+	u32 port = hs->cm_id->port_num;
+	u32 per_ctx;
+
+	sock_owned_by_me(&hs->sk);
+	attr->port_num = port;
+	attr->cap.max_rdma_ctxs = HPS_ZC_RW_CTXS;
+	hs->zc_port = port;
+	if (rdma_protocol_iwarp(ibdev, port))
+		per_ctx = ibdev->attrs.max_fast_reg_page_list_len;
+	else
+		per_ctx = ibdev->attrs.max_sge_rd;
+	hs->zc_rd_pages = min_t(u32, HPS_ZC_PAGES, per_ctx * HPS_ZC_RW_CTXS);
+	hs->zc_rx = NULL;
+}
+
+/**
+ * hps_zc_teardown() - revoke remote access after the QP was drained
+ * @hs: the connection
+ *
+ * Every completion has run: no read is in flight and the sender's MR can
+ * go, which also revokes its key if no LOCAL_INV did.
+ *
+ * Context: connection thread, socket lock held.
+ */
+void hps_zc_teardown(struct hps_sock *hs)
+{
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	if (hs->zc_mr) {
+		ib_dereg_mr(hs->zc_mr);
+		hs->zc_mr = NULL;
+	}
+	hps_zc_wake(&hs->sk);
+}
+
+/* Sender: the REG_MR (unsignaled) or LOCAL_INV failed. Context: softirq. */
+static void hps_zc_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_sock *hs = wc->qp->qp_context;
+
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_warn_ratelimited("memory registration failed: %s (%d)\n",
+				    ib_wc_status_msg(wc->status), wc->status);
+	hps_conn_error(hs, ECONNRESET);
+	hps_zc_wake(&hs->sk);
+}
+
+/* Sender: LOCAL_INV completed. Context: softirq. */
+static void hps_zc_inv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_sock *hs = wc->qp->qp_context;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		hps_zc_reg_done(cq, wc);
+		return;
+	}
+	set_bit(HPS_F_ZC_TX_INV, &hs->flags);
+	hps_zc_wake(&hs->sk);
+}
+
+/*
+ * Pin the user pages of the iterator's current segment, at most @max
+ * bytes of it and at most @maxpages pages; nothing if the segment is
+ * shorter than @min. Return: bytes pinned (0: none).
+ */
+static size_t hps_zc_pin(struct iov_iter *it, size_t min, size_t max,
+			 u32 maxpages, bool write, struct page ***pagesp,
+			 u32 *npagesp, u32 *offp)
+{
+	unsigned long start;
+	struct page **pages;
+	size_t seg, n;
+	u32 off, npages;
+	int got;
+
+	if (iter_is_ubuf(it)) {
+		start = (unsigned long)it->ubuf + it->iov_offset;
+		seg = it->count;
+	} else if (iter_is_iovec(it)) {
+		struct iovec v = iov_iter_iovec(it);
+
+		start = (unsigned long)v.iov_base;
+		seg = v.iov_len;
+	} else {
+		return 0;
+	}
+	off = offset_in_page(start);
+	n = min3(seg, max, (size_t)maxpages * PAGE_SIZE - off);
+	if (!n || seg < min)
+		return 0;
+	npages = DIV_ROUND_UP(off + n, PAGE_SIZE);
+	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+	if (!pages)
+		return 0;
+	got = pin_user_pages_fast(start & PAGE_MASK, npages,
+				  write ? FOLL_WRITE : 0, pages);
+	if (got <= 0) {
+		kvfree(pages);
+		return 0;
+	}
+	if (got < npages) {
+		npages = got;
+		n = (size_t)got * PAGE_SIZE - off;
+	}
+	*pagesp = pages;
+	*npagesp = npages;
+	*offp = off;
+	return n;
+}
+
+static void hps_zc_unpin(struct page **pages, u32 npages, bool dirty)
+{
+	unpin_user_pages_dirty_lock(pages, npages, dirty);
+	kvfree(pages);
+}
+
+/* Could the SRCAVAIL be posted now? Context: any; takes hs->lock. */
+static bool hps_zc_tx_ready(struct hps_sock *hs)
+{
+	bool ready;
+
+	spin_lock_bh(&hs->lock);
+	ready = hps_tx_flushed(hs) && hs->tx_credits >= 2 &&
+		hs->ctrl_head - hs->ctrl_done < HPS_NCTRL;
+	spin_unlock_bh(&hs->lock);
+	return ready;
+}
+
+/* Wait until the SRCAVAIL may be posted. Socket lock held. */
+static int hps_zc_tx_wait(struct hps_sock *hs, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &hs->sk;
+	int err = 0;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		if (sk->sk_err || sk->sk_shutdown & SEND_SHUTDOWN ||
+		    test_bit(HPS_F_ABORTED, &hs->flags) ||
+		    !test_bit(HPS_F_CONN_UP, &hs->flags)) {
+			err = -EPIPE;
+			break;
+		}
+		if (hps_zc_tx_ready(hs))
+			break;
+		if (!*timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(*timeo);
+			break;
+		}
+		sk_wait_event(sk, timeo, sk->sk_err ||
+			      test_bit(HPS_F_ABORTED, &hs->flags) ||
+			      hps_zc_tx_ready(hs), &wait);
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
+}
+
+/* Post REG_MR and SRCAVAIL. Context: hs->lock held. */
+static int hps_zc_post(struct hps_sock *hs, struct ib_reg_wr *reg,
+		       const struct hps_srcavail *sa)
+{
+	int err;
+
+	lockdep_assert_held(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
+		return -EPIPE;
+	/* Close a partly filled buffer: its bytes come first. */
+	if (hs->tx_fill - hs->tx_done < hs->ntx &&
+	    hs->tx[hs->tx_fill % hs->ntx].len && !hs->tx_filling)
+		hs->tx_fill++;
+	hps_tx_push(hs);
+	if (!hps_tx_flushed(hs) || hs->tx_credits < 2 ||
+	    hs->ctrl_head - hs->ctrl_done >= HPS_NCTRL)
+		return -EAGAIN;
+	err = ib_post_send(hs->qp, &reg->wr, NULL);
+	if (err) {
+		hps_conn_error(hs, ECONNRESET);
+		return -EPIPE;
+	}
+	clear_bit(HPS_F_ZC_TX_REPLY, &hs->flags);
+	clear_bit(HPS_F_ZC_TX_INV, &hs->flags);
+	clear_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags);
+	hs->zc_tx_len = be32_to_cpu(sa->len);
+	hs->zc_tx_consumed = 0;
+	set_bit(HPS_F_ZC_TX, &hs->flags);
+	if (!hps_tx_ctrl_data(hs, HPS_MSG_SRCAVAIL, sa, sizeof(*sa))) {
+		clear_bit(HPS_F_ZC_TX, &hs->flags);
+		hps_conn_error(hs, ECONNRESET);
+		return -EPIPE;
+	}
+	return 0;
+}
+
+static bool hps_zc_tx_answered(struct hps_sock *hs)
+{
+	return test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) ||
+	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	       test_bit(HPS_F_ABORTED, &hs->flags);
+}
+
+/*
+ * Wait for the answer to our SRCAVAIL; cancel after HPS_ZC_CANCEL_TIMEOUT,
+ * on a signal or when the send timeout runs out. Socket lock held.
+ */
+static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct sock *sk = &hs->sk;
+	unsigned long deadline = jiffies + HPS_ZC_CANCEL_TIMEOUT;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	while (!hps_zc_tx_answered(hs)) {
+		long t = deadline - jiffies, start = jiffies;
+
+		if (t <= 0 || !*timeo || signal_pending(current))
+			break;
+		t = min(t, *timeo);
+		sk_wait_event(sk, &t, hps_zc_tx_answered(hs), &wait);
+		if (*timeo != MAX_SCHEDULE_TIMEOUT)
+			*timeo = max(0L, *timeo - (long)(jiffies - start));
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	if (hps_zc_tx_answered(hs))
+		return;
+
+	spin_lock_bh(&hs->lock);
+	set_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags);
+	hps_tx_push(hs);
+	spin_unlock_bh(&hs->lock);
+	hps_stat_inc(HPS_STAT_ZC_CANCELS);
+	deadline = jiffies + HPS_ZC_REPLY_TIMEOUT;
+	hps_zc_wait_idle(sk, hps_zc_tx_answered(hs) ||
+			 time_after_eq(jiffies, deadline));
+	if (!hps_zc_tx_answered(hs)) {
+		pr_warn_ratelimited("no answer to a zero-copy cancel: reset\n");
+		hps_abort(hs, ETIMEDOUT, true);
+	}
+}
+
+/**
+ * hps_zc_send() - send the next bytes of @msg zero copy, if they qualify
+ * @hs: the connection
+ * @msg: the data; advanced past what was sent
+ * @timeo: the send timeout left
+ * @copy_rest: set when the peer asked for the rest by copy
+ *
+ * Context: process, socket lock held (released while waiting).
+ * Return: bytes sent (possibly 0, with @copy_rest set); 0 if they do not
+ * qualify; -errno if nothing was sent.
+ */
+ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
+		    bool *copy_rest)
+{
+	struct sock *sk = &hs->sk;
+	struct ib_device *ibdev;
+	struct hps_srcavail sa;
+	struct ib_reg_wr reg = {};
+	struct sg_table sgt;
+	struct page **pages;
+	u32 npages, off, maxpages;
+	ssize_t ret;
+	size_t n;
+	int err;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	if (!hs->zc_thresh || !*timeo || !hs->qp ||
+	    !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    !user_backed_iter(&msg->msg_iter) ||
+	    iov_iter_count(&msg->msg_iter) < hs->zc_thresh)
+		return 0;
+	ibdev = hs->dev->ibdev;
+	if (!(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
+		return 0;
+	maxpages = min_t(u32, HPS_ZC_PAGES,
+			 ibdev->attrs.max_fast_reg_page_list_len);
+	if (!hs->zc_mr) {
+		struct ib_mr *mr = ib_alloc_mr(hs->dev->pd, IB_MR_TYPE_MEM_REG,
+					       maxpages);
+
+		if (IS_ERR(mr))
+			return 0;
+		hs->zc_mr = mr;
+	}
+
+	n = hps_zc_pin(&msg->msg_iter, hs->zc_thresh,
+		       iov_iter_count(&msg->msg_iter), maxpages, false, &pages,
+		       &npages, &off);
+	if (!n)
+		return 0;
+	ret = 0;
+	if (sg_alloc_table_from_pages(&sgt, pages, npages, off, n, GFP_KERNEL))
+		goto out_unpin;
+	if (ib_dma_map_sgtable_attrs(ibdev, &sgt, DMA_TO_DEVICE, 0))
+		goto out_free_sgt;
+	ib_update_fast_reg_key(hs->zc_mr, ib_inc_rkey(hs->zc_mr->rkey));
+	if (ib_map_mr_sg(hs->zc_mr, sgt.sgl, sgt.nents, NULL, PAGE_SIZE) !=
+	    sgt.nents)
+		goto out_unmap;
+
+	reg.wr.opcode = IB_WR_REG_MR;
+	reg.wr.wr_cqe = &hs->zc_reg_cqe;
+	reg.mr = hs->zc_mr;
+	reg.key = hs->zc_mr->rkey;
+	reg.access = IB_ACCESS_REMOTE_READ;
+	hs->zc_reg_cqe.done = hps_zc_reg_done;
+	hs->zc_inv_cqe.done = hps_zc_inv_done;
+	sa.addr = cpu_to_be64(hs->zc_mr->iova);
+	sa.rkey = cpu_to_be32(hs->zc_mr->rkey);
+	sa.len = cpu_to_be32(n);
+
+	for (;;) {
+		spin_lock_bh(&hs->lock);
+		err = hps_zc_post(hs, &reg, &sa);
+		spin_unlock_bh(&hs->lock);
+		if (err != -EAGAIN)
+			break;
+		err = hps_zc_tx_wait(hs, timeo);
+		if (err)
+			break;
+	}
+	if (err) {
+		/* Nothing was advertised: the key was never given out. */
+		ret = err;
+		goto out_unmap;
+	}
+	hps_stat_inc(HPS_STAT_ZC_TX);
+
+	hps_zc_tx_await(hs, timeo);
+
+	/* Revoke the key before the pages go back. */
+	spin_lock_bh(&hs->lock);
+	clear_bit(HPS_F_ZC_TX, &hs->flags);
+	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
+	    test_bit(HPS_F_CONN_UP, &hs->flags)) {
+		struct ib_send_wr inv = {
+			.opcode		= IB_WR_LOCAL_INV,
+			.wr_cqe		= &hs->zc_inv_cqe,
+			.send_flags	= IB_SEND_SIGNALED,
+			.ex.invalidate_rkey = hs->zc_mr->rkey,
+		};
+
+		if (ib_post_send(hs->qp, &inv, NULL))
+			hps_conn_error(hs, ECONNRESET);
+	} else {
+		hps_conn_error(hs, ECONNRESET);
+	}
+	hps_tx_push(hs);	/* a FIN may have waited for us */
+	spin_unlock_bh(&hs->lock);
+	hps_zc_wait_idle(sk, test_bit(HPS_F_ZC_TX_INV, &hs->flags) ||
+			 !hs->zc_mr);
+
+	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
+	    test_bit(HPS_F_ZC_TX_INV, &hs->flags)) {
+		ret = hs->zc_tx_consumed;
+		if (ret < n)
+			*copy_rest = true;
+		iov_iter_advance(&msg->msg_iter, ret);
+		hps_stat_add(HPS_STAT_ZC_TX_BYTES, ret);
+		spin_lock_bh(&hs->lock);
+		hs->tx_bytes += ret;
+		spin_unlock_bh(&hs->lock);
+	} else {
+		ret = -EPIPE;
+	}
+out_unmap:
+	ib_dma_unmap_sgtable_attrs(ibdev, &sgt, DMA_TO_DEVICE, 0);
+out_free_sgt:
+	sg_free_table(&sgt);
+out_unpin:
+	hps_zc_unpin(pages, npages, false);
+	hps_zc_wake(sk);	/* writers that waited for HPS_F_ZC_TX */
+	return ret;
+}
+
+/**
+ * hps_zc_push() - send the zero-copy answers and cancels that are owed
+ * @hs: the connection
+ *
+ * Context: hs->lock held.
+ */
+void hps_zc_push(struct hps_sock *hs)
+{
+	__be32 consumed;
+
+	lockdep_assert_held(&hs->lock);
+	if (test_bit(HPS_F_ZC_DONE_OWED, &hs->flags) &&
+	    hps_tx_ctrl(hs, HPS_MSG_RDMA_DONE, false))
+		clear_bit(HPS_F_ZC_DONE_OWED, &hs->flags);
+	if (test_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags)) {
+		consumed = cpu_to_be32(hs->zc_rx_sendsm);
+		if (hps_tx_ctrl_data(hs, HPS_MSG_SENDSM, &consumed,
+				     sizeof(consumed)))
+			clear_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags);
+	}
+	if (test_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags) &&
+	    test_bit(HPS_F_ZC_TX, &hs->flags) &&
+	    !test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
+	    hps_tx_ctrl(hs, HPS_MSG_CANCEL, false))
+		clear_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags);
+}
+
+/**
+ * hps_zc_rx_abandon() - take the rest of the peer's SRCAVAIL by copy
+ * @hs: the connection, with a live hs->zc_rx and no read in flight
+ *
+ * Answers SENDSM; the remaining bytes will arrive as DATA behind it.
+ *
+ * Context: hs->lock held.
+ */
+void hps_zc_rx_abandon(struct hps_sock *hs)
+{
+	struct hps_buf *b = hs->zc_rx;
+
+	lockdep_assert_held(&hs->lock);
+	hs->rx_queued -= b->len - b->off;
+	b->len = b->off;
+	b->dead = true;
+	hs->zc_rx = NULL;
+	hs->zc_rx_sendsm = b->off;
+	set_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags);
+	hps_stat_inc(HPS_STAT_ZC_FALLBACKS);
+	hps_tx_push(hs);
+}
+
+/**
+ * hps_zc_rx_msg() - a zero-copy message arrived
+ * @hs: the connection
+ * @b: its receive buffer
+ * @type: HPS_MSG_SRCAVAIL, HPS_MSG_RDMA_DONE, HPS_MSG_SENDSM or
+ *	  HPS_MSG_CANCEL
+ * @len: payload bytes
+ *
+ * Context: softirq, hs->lock held.
+ * Return: 1 if @b was queued for the reader (SRCAVAIL), 0 if it may be
+ * reposted, -EPROTO if the message breaks the protocol.
+ */
+int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len)
+{
+	const void *p = b->buf + HPS_HDR_LEN;
+	const struct hps_srcavail *sa = p;
+	u32 n;
+
+	lockdep_assert_held(&hs->lock);
+	switch (type) {
+	case HPS_MSG_SRCAVAIL:
+		if (len != sizeof(*sa) || hs->zc_rx ||
+		    test_bit(HPS_F_FIN_RCVD, &hs->flags))
+			return -EPROTO;
+		n = be32_to_cpu(sa->len);
+		if (!n || n > HPS_ZC_ADV_MAX)
+			return -EPROTO;
+		b->type = HPS_MSG_SRCAVAIL;
+		b->len = n;
+		b->off = 0;
+		b->dead = false;
+		list_add_tail(&b->list, &hs->rx_ready);
+		hs->rx_queued += n;
+		hs->rx_nready++;
+		hs->zc_rx = b;
+		return 1;
+	case HPS_MSG_RDMA_DONE:
+	case HPS_MSG_SENDSM:
+		if (!test_bit(HPS_F_ZC_TX, &hs->flags) ||
+		    test_bit(HPS_F_ZC_TX_REPLY, &hs->flags))
+			return -EPROTO;
+		if (type == HPS_MSG_SENDSM) {
+			if (len != sizeof(__be32))
+				return -EPROTO;
+			n = be32_to_cpup(p);
+			if (n > hs->zc_tx_len)
+				return -EPROTO;
+			hs->zc_tx_consumed = n;
+		} else {
+			if (len)
+				return -EPROTO;
+			hs->zc_tx_consumed = hs->zc_tx_len;
+		}
+		set_bit(HPS_F_ZC_TX_REPLY, &hs->flags);
+		hps_zc_wake(&hs->sk);
+		return 0;
+	case HPS_MSG_CANCEL:
+		if (len)
+			return -EPROTO;
+		/* Crossed with our answer: nothing left to cancel. */
+		if (!hs->zc_rx)
+			return 0;
+		if (test_bit(HPS_F_ZC_READING, &hs->flags))
+			set_bit(HPS_F_ZC_RX_CANCEL, &hs->flags);
+		else
+			hps_zc_rx_abandon(hs);
+		return 0;
+	}
+	return -EPROTO;
+}
+
+/* RDMA Read completed. Context: softirq. */
+static void hps_zc_read_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_sock *hs = wc->qp->qp_context;
+	struct hps_buf *b;
+	bool ok = wc->status == IB_WC_SUCCESS;
+
+	rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
+			    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
+			    DMA_FROM_DEVICE);
+	spin_lock(&hs->lock);
+	b = hs->zc_rx;
+	hs->zc_rd_ok = ok && b;
+	if (hs->zc_rd_ok) {
+		b->off += hs->zc_rd_len;
+		hs->rx_queued -= hs->zc_rd_len;
+		hs->rx_bytes += hs->zc_rd_len;
+		if (b->off == b->len) {
+			b->dead = true;
+			hs->zc_rx = NULL;
+			set_bit(HPS_F_ZC_DONE_OWED, &hs->flags);
+		} else if (test_bit(HPS_F_ZC_RX_CANCEL, &hs->flags)) {
+			hps_zc_rx_abandon(hs);
+		}
+	}
+	clear_bit(HPS_F_ZC_RX_CANCEL, &hs->flags);
+	clear_bit(HPS_F_ZC_READING, &hs->flags);
+	hps_tx_push(hs);
+	spin_unlock(&hs->lock);
+	if (!ok && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_warn_ratelimited("RDMA Read failed: %s (%d)\n",
+				    ib_wc_status_msg(wc->status), wc->status);
+	if (!ok)
+		hps_conn_error(hs, ECONNRESET);
+	hps_zc_wake(&hs->sk);
+}
+
+/**
+ * hps_zc_rx_eligible() - may this read take the SRCAVAIL at the head?
+ * @hs: the connection
+ * @msg: the destination
+ * @len: bytes the read still wants
+ * @timeo: its receive timeout (0: non-blocking)
+ *
+ * Context: process, socket lock held.
+ * Return: true for a blocking read into user memory that wants at least
+ * %HPS_ZC_RX_MIN bytes (or all that is left of the SRCAVAIL).
+ */
+bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
+			long timeo)
+{
+	struct hps_buf *b = hs->zc_rx;
+
+	sock_owned_by_me(&hs->sk);
+	return b && timeo && hs->zc_rd_pages && hs->qp &&
+	       user_backed_iter(&msg->msg_iter) &&
+	       len >= min_t(u32, HPS_ZC_RX_MIN, b->len - b->off);
+}
+
+/**
+ * hps_zc_recv() - read the SRCAVAIL at the head of the queue into @msg
+ * @hs: the connection; hs->zc_rx is the first buffer of rx_ready
+ * @msg: the destination, user memory
+ * @len: most bytes to read
+ *
+ * Context: process, socket lock held (released while the read runs).
+ * Return: bytes read; 0 if the SRCAVAIL had to be taken by copy instead;
+ * -errno.
+ */
+int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
+{
+	struct sock *sk = &hs->sk;
+	const struct hps_srcavail *sa;
+	struct page **pages;
+	struct hps_buf *b;
+	u32 npages, off, rkey;
+	u64 addr;
+	size_t n;
+	int ret;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	spin_lock_bh(&hs->lock);
+	b = hs->zc_rx;
+	if (!b) {
+		spin_unlock_bh(&hs->lock);
+		return 0;
+	}
+	sa = b->buf + HPS_HDR_LEN;
+	addr = be64_to_cpu(sa->addr) + b->off;
+	rkey = be32_to_cpu(sa->rkey);
+	n = min_t(size_t, len, b->len - b->off);
+	spin_unlock_bh(&hs->lock);
+
+	n = hps_zc_pin(&msg->msg_iter, 0, n, hs->zc_rd_pages, true, &pages,
+		       &npages, &off);
+	if (!n)
+		goto fallback;
+	if (sg_alloc_table_from_pages(&hs->zc_rd_sgt, pages, npages, off, n,
+				      GFP_KERNEL))
+		goto fallback_unpin;
+	hs->zc_rd_cqe.done = hps_zc_read_done;
+	ret = rdma_rw_ctx_init(&hs->zc_rw, hs->qp, hs->zc_port,
+			       hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents, 0,
+			       addr, rkey, DMA_FROM_DEVICE);
+	if (ret < 0)
+		goto fallback_sgt;
+
+	spin_lock_bh(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags) || hs->zc_rx != b) {
+		/* Cancelled meanwhile, or the connection went down. */
+		spin_unlock_bh(&hs->lock);
+		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
+				    hs->zc_rd_sgt.sgl,
+				    hs->zc_rd_sgt.orig_nents, DMA_FROM_DEVICE);
+		sg_free_table(&hs->zc_rd_sgt);
+		hps_zc_unpin(pages, npages, false);
+		return 0;
+	}
+	hs->zc_rd_len = n;
+	hs->zc_rd_ok = false;
+	set_bit(HPS_F_ZC_READING, &hs->flags);
+	ret = rdma_rw_ctx_post(&hs->zc_rw, hs->qp, hs->zc_port,
+			       &hs->zc_rd_cqe, NULL);
+	if (ret) {
+		clear_bit(HPS_F_ZC_READING, &hs->flags);
+		spin_unlock_bh(&hs->lock);
+		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
+				    hs->zc_rd_sgt.sgl,
+				    hs->zc_rd_sgt.orig_nents, DMA_FROM_DEVICE);
+		sg_free_table(&hs->zc_rd_sgt);
+		hps_zc_unpin(pages, npages, false);
+		hps_conn_error(hs, ECONNRESET);
+		return -ECONNRESET;
+	}
+	spin_unlock_bh(&hs->lock);
+
+	/* The device writes into the pages until the completion. */
+	hps_zc_wait_idle(sk, !test_bit(HPS_F_ZC_READING, &hs->flags));
+	sg_free_table(&hs->zc_rd_sgt);
+	hps_zc_unpin(pages, npages, hs->zc_rd_ok);
+	if (!hs->zc_rd_ok)
+		return -ECONNRESET;
+	iov_iter_advance(&msg->msg_iter, n);
+	hps_stat_inc(HPS_STAT_ZC_RX_READS);
+	hps_stat_add(HPS_STAT_ZC_RX_BYTES, n);
+	return n;
+
+fallback_sgt:
+	sg_free_table(&hs->zc_rd_sgt);
+fallback_unpin:
+	hps_zc_unpin(pages, npages, false);
+fallback:
+	spin_lock_bh(&hs->lock);
+	if (hs->zc_rx == b && !test_bit(HPS_F_ZC_READING, &hs->flags))
+		hps_zc_rx_abandon(hs);
+	spin_unlock_bh(&hs->lock);
+	return 0;
+}

@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AF_HPS zero-copy sends (SRCAVAIL + RDMA Read): every transfer is checked
+ * by content, and /proc/net/hps_stat proves which path carried it. Large
+ * and unaligned buffers; buffers changed right after send() returns; small,
+ * non-blocking and peeking readers (copy fallback); writes of both sizes
+ * mixed; two writers facing each other (cancel); several threads on one
+ * socket; fork() with the buffer shared copy-on-write; munmap and a new
+ * mapping at the same address; read-only, MAP_SHARED file and huge-page
+ * buffers; a writer killed mid-transfer; the sysctl and the socket option.
+ * Runs over RDMA loopback on this node.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "hps_util.h"
+
+#define MB (1 << 20)
+
+/* A counter of /proc/net/hps_stat, -1 if missing. */
+static long stat_get(const char *name)
+{
+	FILE *f = fopen("/proc/net/hps_stat", "r");
+	char key[64];
+	long v, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &v) == 2)
+		if (!strcmp(key, name))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
+static int sysctl_rw(const char *val, char *old, size_t oldlen)
+{
+	const char *path = "/proc/sys/net/hps/zcopy_thresh";
+	int fd = open(path, O_RDWR), ret = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	if (old) {
+		n = read(fd, old, oldlen - 1);
+		old[n > 0 ? n : 0] = 0;
+	}
+	if (val && write(fd, val, strlen(val)) < 0)
+		ret = -1;
+	close(fd);
+	return ret;
+}
+
+struct reader {
+	int fd;
+	size_t want;
+	size_t chunk;		/* bytes per recv(); 0: all at once */
+	int flags;		/* recv() flags */
+	int peek;		/* MSG_PEEK each chunk first */
+	char *buf;
+	ssize_t got;
+};
+
+static void *read_thread(void *arg)
+{
+	struct reader *r = arg;
+	size_t done = 0;
+
+	r->buf = malloc(r->want + 1);
+	while (done < r->want) {
+		size_t n = r->want - done;
+		ssize_t m;
+
+		if (r->chunk && n > r->chunk)
+			n = r->chunk;
+		if (r->flags & MSG_DONTWAIT) {
+			struct pollfd p = { .fd = r->fd, .events = POLLIN };
+
+			poll(&p, 1, 5000);
+		}
+		if (r->peek) {
+			char *tmp = malloc(n);
+			ssize_t p = recv(r->fd, tmp, n, MSG_PEEK);
+
+			m = p > 0 ? recv(r->fd, r->buf + done, p, r->flags) : p;
+			/* what a peek saw is what the read then takes */
+			if (m > 0 && memcmp(tmp, r->buf + done, m))
+				m = -1;
+			free(tmp);
+		} else {
+			m = recv(r->fd, r->buf + done, n, r->flags);
+		}
+		if (m < 0 && errno == EAGAIN)
+			continue;
+		if (m <= 0)
+			break;
+		done += m;
+	}
+	r->got = done;
+	return NULL;
+}
+
+/* Send @len bytes of @buf on cfd while a reader takes them from afd. */
+static int xfer(int cfd, int afd, const char *buf, size_t len,
+		struct reader *r)
+{
+	pthread_t t;
+	ssize_t w;
+	int ok;
+
+	r->fd = afd;
+	r->want = len;
+	pthread_create(&t, NULL, read_thread, r);
+	w = hps_write_all(cfd, buf, len);
+	pthread_join(t, NULL);
+	ok = w == (ssize_t)len && r->got == (ssize_t)len &&
+	     !memcmp(r->buf, buf, len);
+	free(r->buf);
+	return ok ? 0 : -1;
+}
+
+FIXTURE(zc)
+{
+	int cfd, afd;
+	long tx0, rd0, fb0;
+};
+
+FIXTURE_SETUP(zc)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	self->cfd = self->afd = -1;
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	close(fd);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
+	self->tx0 = stat_get("zcopy_tx");
+	self->rd0 = stat_get("zcopy_rx_reads");
+	self->fb0 = stat_get("zcopy_fallbacks");
+	ASSERT_GE(self->tx0, 0) TH_LOG("no zcopy_tx in /proc/net/hps_stat");
+}
+
+FIXTURE_TEARDOWN(zc)
+{
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->afd >= 0)
+		close(self->afd);
+}
+
+/* 16 MiB in one send, read in 1 MiB pieces: all zero copy. */
+TEST_F(zc, large_send_is_zero_copy)
+{
+	struct reader r = { .chunk = MB };
+	size_t len = 16 * MB;
+	char *buf = malloc(len);
+
+	hps_fill_random(buf, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	EXPECT_GE(stat_get("zcopy_tx") - self->tx0, 16);
+	EXPECT_GE(stat_get("zcopy_rx_reads") - self->rd0, 16);
+	EXPECT_EQ(self->fb0, stat_get("zcopy_fallbacks"));
+	free(buf);
+}
+
+/* Odd offsets and lengths, many pages: the bytes at the edges survive. */
+TEST_F(zc, unaligned_buffers)
+{
+	static const struct { size_t off, len; } c[] = {
+		{ 1, 65536 }, { 4095, 65537 }, { 123, 300001 },
+		{ 4097, 2 * MB + 3 }, { 0, 1048576 + 4096 },
+	};
+	char *base = malloc(4 * MB);
+	int i;
+
+	hps_fill_random(base, 4 * MB);
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		struct reader r = { .chunk = 256 << 10 };
+
+		EXPECT_EQ(0, xfer(self->cfd, self->afd, base + c[i].off,
+				  c[i].len, &r)) TH_LOG("case %d", i);
+	}
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	free(base);
+}
+
+/* send() returned: the buffer is the caller's again, the peer has it. */
+TEST_F(zc, buffer_changed_after_send)
+{
+	size_t len = 2 * MB;
+	char *buf = malloc(len), *want = malloc(2 * len);
+	struct reader r = { .fd = self->afd, .want = 2 * len, .chunk = MB };
+	pthread_t t;
+
+	hps_fill_random(buf, len);
+	memcpy(want, buf, len);
+	pthread_create(&t, NULL, read_thread, &r);
+	ASSERT_EQ((ssize_t)len, hps_write_all(self->cfd, buf, len));
+	memset(buf, 0xa5, len);
+	memcpy(want + len, buf, len);
+	ASSERT_EQ((ssize_t)len, hps_write_all(self->cfd, buf, len));
+	memset(buf, 0, len);
+	pthread_join(t, NULL);
+	ASSERT_EQ((ssize_t)(2 * len), r.got);
+	EXPECT_EQ(0, memcmp(r.buf, want, 2 * len));
+	free(r.buf);
+	free(buf);
+	free(want);
+}
+
+/* Readers that cannot take the bytes zero copy get them by copy. */
+TEST_F(zc, small_reads_fall_back)
+{
+	struct reader r = { .chunk = 1000 };
+	size_t len = 3 * MB;
+	char *buf = malloc(len);
+
+	hps_fill_random(buf, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
+	free(buf);
+}
+
+TEST_F(zc, nonblocking_reader_falls_back)
+{
+	struct reader r = { .chunk = MB, .flags = MSG_DONTWAIT };
+	size_t len = 3 * MB;
+	char *buf = malloc(len);
+
+	hps_fill_random(buf, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
+	free(buf);
+}
+
+TEST_F(zc, peeking_reader)
+{
+	struct reader r = { .chunk = 100000, .peek = 1 };
+	size_t len = 3 * MB;
+	char *buf = malloc(len);
+
+	hps_fill_random(buf, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	free(buf);
+}
+
+/* Small and large writes mixed, with and without HPS_NODELAY. */
+TEST_F(zc, mixed_sizes_keep_the_stream)
+{
+	static const size_t sz[] = { 10, 100000, 3, 70000, 65536, 1, 65535,
+				     2 * MB, 7, 1 << 17 };
+	size_t total = 0, off = 0;
+	struct reader r = { .fd = self->afd, .chunk = 200000 };
+	int i, round, one = 1;
+	pthread_t t;
+	char *buf;
+
+	for (i = 0; i < ARRAY_SIZE(sz); i++)
+		total += sz[i];
+	buf = malloc(2 * total);
+	hps_fill_random(buf, 2 * total);
+	r.want = 2 * total;
+	pthread_create(&t, NULL, read_thread, &r);
+	for (round = 0; round < 2; round++) {
+		if (round)
+			setsockopt(self->cfd, SOL_HPS, HPS_NODELAY, &one,
+				   sizeof(one));
+		for (i = 0; i < ARRAY_SIZE(sz); i++) {
+			EXPECT_EQ((ssize_t)sz[i],
+				  hps_write_all(self->cfd, buf + off, sz[i]));
+			off += sz[i];
+		}
+	}
+	pthread_join(t, NULL);
+	ASSERT_EQ((ssize_t)(2 * total), r.got);
+	EXPECT_EQ(0, memcmp(r.buf, buf, 2 * total));
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	free(r.buf);
+	free(buf);
+}
+
+struct writer {
+	int fd;
+	size_t len;	/* thread number */
+	ssize_t ret;
+};
+
+struct facing {
+	int fd;
+	const char *out;
+	char *in;
+	size_t len;
+	ssize_t wrote, got;
+};
+
+/* Write all, then read all: what a TCP program may do with 512 KiB. */
+static void *facing_thread(void *arg)
+{
+	struct facing *f = arg;
+
+	f->wrote = hps_write_all(f->fd, f->out, f->len);
+	f->got = hps_read_all(f->fd, f->in, f->len);
+	return NULL;
+}
+
+/*
+ * Both ends write 512 KiB before either reads. Zero copy alone would wait
+ * forever (each SRCAVAIL waits for a reader); the SRCAVAILs are cancelled
+ * and the bytes buffered, as TCP would buffer them.
+ */
+TEST_F(zc, facing_writers_do_not_deadlock)
+{
+	size_t len = 512 << 10;
+	struct facing a = { .fd = self->cfd, .len = len },
+		      b = { .fd = self->afd, .len = len };
+	long c0 = stat_get("zcopy_cancels");
+	char *da = malloc(len), *db = malloc(len);
+	pthread_t ta, tb;
+
+	a.out = da;
+	b.out = db;
+	a.in = malloc(len);
+	b.in = malloc(len);
+	hps_fill_random(da, len);
+	hps_fill_random(db, len);
+	pthread_create(&ta, NULL, facing_thread, &a);
+	pthread_create(&tb, NULL, facing_thread, &b);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	EXPECT_EQ((ssize_t)len, a.wrote);
+	EXPECT_EQ((ssize_t)len, b.wrote);
+	ASSERT_EQ((ssize_t)len, a.got);
+	ASSERT_EQ((ssize_t)len, b.got);
+	EXPECT_EQ(0, memcmp(a.in, db, len));
+	EXPECT_EQ(0, memcmp(b.in, da, len));
+	EXPECT_GE(stat_get("zcopy_cancels") - c0, 2);
+	free(a.in);
+	free(b.in);
+	free(da);
+	free(db);
+}
+
+/* Each 8-byte word: thread, record and word number. */
+#define NTHREADS 4
+#define NRECS 16
+#define RECLEN (128 << 10)
+
+static uint64_t word(int th, int rec, size_t i)
+{
+	return (uint64_t)th << 56 | (uint64_t)rec << 40 | i;
+}
+
+static void *record_writer(void *arg)
+{
+	struct writer *w = arg;
+	int th = w->len, rec;
+	uint64_t *p = malloc(RECLEN);
+	size_t i;
+
+	w->ret = 0;
+	for (rec = 0; rec < NRECS; rec++) {
+		for (i = 0; i < RECLEN / 8; i++)
+			p[i] = word(th, rec, i);
+		if (send(w->fd, p, RECLEN, MSG_NOSIGNAL) != RECLEN)
+			w->ret = -1;
+	}
+	free(p);
+	return NULL;
+}
+
+/* Threads sharing a socket: every send() arrives whole and in order. */
+TEST_F(zc, threads_share_a_socket)
+{
+	struct writer w[NTHREADS];
+	struct reader r = { .fd = self->afd, .chunk = MB,
+			    .want = (size_t)NTHREADS * NRECS * RECLEN };
+	int next[NTHREADS] = {}, i, bad = 0;
+	pthread_t t[NTHREADS], rt;
+	uint64_t *p;
+	size_t k;
+
+	pthread_create(&rt, NULL, read_thread, &r);
+	for (i = 0; i < NTHREADS; i++) {
+		w[i] = (struct writer){ .fd = self->cfd, .len = i };
+		pthread_create(&t[i], NULL, record_writer, &w[i]);
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_EQ(0, w[i].ret);
+	}
+	pthread_join(rt, NULL);
+	ASSERT_EQ((ssize_t)r.want, r.got);
+	p = (uint64_t *)r.buf;
+	for (k = 0; k < r.want / 8 && !bad; k += RECLEN / 8) {
+		int th = p[k] >> 56, rec = p[k] >> 40 & 0xffff;
+		size_t j;
+
+		if (th >= NTHREADS || rec != next[th]) {
+			bad = 1;
+			break;
+		}
+		for (j = 0; j < RECLEN / 8; j++)
+			if (p[k + j] != word(th, rec, j))
+				bad = 1;
+		next[th]++;
+	}
+	EXPECT_EQ(0, bad) TH_LOG("record at word %zu is torn or out of order",
+				 k);
+	free(r.buf);
+}
+
+/* fork(): the child's writes to its copy never reach the parent's send. */
+TEST_F(zc, fork_copy_on_write)
+{
+	size_t len = 2 * MB;
+	char *buf = malloc(len), *want = malloc(len);
+	struct reader r = { .chunk = MB };
+	int status, i;
+	pid_t pid;
+
+	hps_fill_random(buf, len);
+	for (i = 0; i < 2; i++) {
+		memcpy(want, buf, len);
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (!pid) {
+			memset(buf, 0x11, len);
+			_exit(0);
+		}
+		ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+		waitpid(pid, &status, 0);
+		EXPECT_EQ(0, memcmp(buf, want, len));
+		buf[i] ^= 0xff;	/* the parent writes after the send */
+	}
+	free(buf);
+	free(want);
+}
+
+/* munmap and a new mapping at the same address: the new bytes are sent. */
+TEST_F(zc, remap_same_address)
+{
+	size_t len = 2 * MB;
+	struct reader r = { .chunk = MB };
+	char *p, *q;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	hps_fill_random(p, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, p, len, &r));
+	ASSERT_EQ(0, munmap(p, len));
+	q = mmap(p, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ(p, q);
+	hps_fill_random(q, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, q, len, &r));
+	munmap(q, len);
+}
+
+/* Read-only and MAP_SHARED file mappings, and a huge-page buffer. */
+TEST_F(zc, readonly_shared_and_huge_buffers)
+{
+	char name[] = "/tmp/hps_zcopy.XXXXXX";
+	size_t len = 4 * MB;
+	struct reader r = { .chunk = MB };
+	char *data = malloc(len), *ro, *sh, *huge;
+	int fd = mkstemp(name);
+
+	ASSERT_GE(fd, 0);
+	unlink(name);
+	hps_fill_random(data, len);
+	ASSERT_EQ((ssize_t)len, write(fd, data, len));
+
+	ro = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	EXPECT_EQ(0, xfer(self->cfd, self->afd, ro, len, &r));
+	munmap(ro, len);
+
+	sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	sh[5] ^= 1;
+	EXPECT_EQ(0, xfer(self->cfd, self->afd, sh, len, &r));
+	munmap(sh, len);
+
+	huge = mmap(NULL, 8 * MB, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, huge);
+	/* 2 MiB aligned, transparent huge pages if the kernel gives them */
+	huge = (char *)(((uintptr_t)huge + 2 * MB - 1) & ~(uintptr_t)(2 * MB - 1));
+	madvise(huge, 4 * MB, MADV_HUGEPAGE);
+	memcpy(huge, data, 4 * MB);
+	EXPECT_EQ(0, xfer(self->cfd, self->afd, huge + 77, 4 * MB - 77, &r));
+	close(fd);
+	free(data);
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+}
+
+/*
+ * A writer killed while its SRCAVAIL waits (nobody reads): it dies
+ * promptly, the connection stays usable by the other end's owner, and the
+ * bytes that arrive are a prefix of what was written.
+ */
+TEST_F(zc, writer_killed_mid_transfer)
+{
+	size_t len = 8 * MB;
+	char *buf = malloc(len), *got = malloc(len);
+	struct timespec t0, t1;
+	int status;
+	ssize_t n, done = 0;
+	pid_t pid;
+
+	hps_fill_random(buf, len);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		hps_write_all(self->cfd, buf, len);
+		_exit(0);
+	}
+	usleep(300 * 1000);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_LT(t1.tv_sec - t0.tv_sec, 5);
+	shutdown(self->cfd, SHUT_WR);
+	while ((n = recv(self->afd, got + done, len - done, 0)) > 0)
+		done += n;
+	EXPECT_EQ(0, n);
+	EXPECT_EQ(0, memcmp(got, buf, done)) TH_LOG("%zd bytes arrived", done);
+	free(buf);
+	free(got);
+}
+
+/* Memory lock limit 0: sends still work (pins are per transfer). */
+TEST_F(zc, memlock_limit_zero)
+{
+	struct rlimit rl = { 0, 0 }, old;
+	struct reader r = { .chunk = MB };
+	size_t len = 2 * MB;
+	char *buf = malloc(len);
+
+	getrlimit(RLIMIT_MEMLOCK, &old);
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	hps_fill_random(buf, len);
+	EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	setrlimit(RLIMIT_MEMLOCK, &old);
+	free(buf);
+}
+
+/* HPS_ZCOPY_THRESH 0: the copy path only; bad values are refused. */
+TEST_F(zc, socket_option)
+{
+	int v = -1, off = 0, big = (1 << 30) + 1;
+	socklen_t sl = sizeof(v);
+	struct reader r = { .chunk = MB };
+	size_t len = 2 * MB;
+	char *buf = malloc(len);
+	long tx;
+
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &v, &sl));
+	EXPECT_EQ(65536, v);
+	v = -1;
+	EXPECT_EQ(-1, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &v,
+				 sizeof(v)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &big,
+				 sizeof(big)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &off,
+				 2));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &off,
+				sizeof(off)));
+	hps_fill_random(buf, len);
+	tx = stat_get("zcopy_tx");
+	EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	EXPECT_EQ(tx, stat_get("zcopy_tx"));
+	free(buf);
+}
+
+TEST(sysctl_zcopy_thresh)
+{
+	char old[32], now[32];
+
+	ASSERT_EQ(0, sysctl_rw(NULL, old, sizeof(old)));
+	EXPECT_EQ(65536, atoi(old));
+	EXPECT_EQ(-1, sysctl_rw("-1", NULL, 0));
+	EXPECT_EQ(-1, sysctl_rw("1073741825", NULL, 0));
+	EXPECT_EQ(0, sysctl_rw("0", NULL, 0));
+	ASSERT_EQ(0, sysctl_rw(NULL, now, sizeof(now)));
+	EXPECT_EQ(0, atoi(now));
+	EXPECT_EQ(0, sysctl_rw(old, NULL, 0));
+}
+
+TEST_HARNESS_MAIN

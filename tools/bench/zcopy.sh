@@ -1,0 +1,101 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# zcopy.sh: the zero-copy sweep (make bench-zcopy). For each configuration
+# boots the guests, runs tools/bench/zcopy-sweep.sh in them (AF_HPS stream
+# with zero copy off and on, ib_read_bw, ib_write_bw; 64 KiB to 16 MiB),
+# then writes on the host:
+#
+#   bench-results/<UTC date>-zcopy/zcopy.csv      every measurement
+#   bench-results/<UTC date>-zcopy/zcopy.md       table with ratios
+#   bench-results/<UTC date>-zcopy/zcopy-CFG.png  bandwidth and CPU plots
+#
+#   zcopy.sh [--configs "1:rxe 2:rxe 2:siw"] [--seconds S] [--out DIR]
+set -u
+top=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
+configs="1:rxe 2:rxe 2:siw" secs=3
+out=$top/bench-results/$(date -u +%Y%m%d-%H%M)-zcopy
+while [ $# -gt 0 ]; do
+	case $1 in
+	--configs) configs=$2; shift 2 ;;
+	--seconds) secs=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	*) echo "usage: $0 [--configs LIST] [--seconds S] [--out DIR]" >&2
+	   exit 2 ;;
+	esac
+done
+mkdir -p "$out"
+rc=0
+for c in $configs; do
+	echo "zcopy: ${c%%:*} node(s), ${c#*:}" >&2
+	"$top/tools/vm/hps-vm" run --nodes "${c%%:*}" --rdma "${c#*:}" \
+		--timeout 1500 -- "$top/tools/bench/zcopy-sweep.sh" "$out" \
+		"$secs" 2>&1 | grep -E '^\[|zcopy-sweep|^hps-vm' >&2
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+done
+
+csv=$out/zcopy.csv
+[ -s "$csv" ] || { echo "zcopy: no results" >&2; exit 1; }
+{
+	echo "# Zero-copy sweep ($(date -u +%F), ${secs} s per point)"
+	echo
+	echo "MB/s; CPU as client (sender) user+sys s/GiB; ratios of AF_HPS"
+	echo "with zero copy to without, and to ib_read_bw on the same device."
+	tail -n +2 "$csv" | sort -t, -k1,1 -k3,3n | awk -F, '{
+		k = $1 SUBSEP $3
+		if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+		bw[$2, k] = $4; cpu[$2, k] = $5 + $6; srv[$2, k] = $8 + $9
+	} END {
+		last = ""
+		for (i = 1; i <= n; i++) {
+			split(order[i], f, SUBSEP)
+			k = order[i]
+			if (f[1] != last) {
+				last = f[1]
+				printf "\n## %s\n\n", f[1]
+				print "| size | copy MB/s | zcopy MB/s | zcopy/copy | ib_read_bw | zcopy/read | ib_write_bw | copy CPU s/GiB (snd+rcv) | zcopy CPU s/GiB (snd+rcv) |"
+				print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+			}
+			off = bw["hps-zcopy-off", k]; on = bw["hps-zcopy-on", k]
+			rd = bw["verbs-read", k]; wr = bw["verbs-write", k]
+			r1 = "-"; r2 = "-"
+			if (off > 0 && on != "") r1 = sprintf("%.2f", on / off)
+			if (rd > 0 && on != "") r2 = sprintf("%.2f", on / rd)
+			if (off == "") off = "-"
+			if (on == "") on = "-"
+			if (rd == "") rd = "-"
+			if (wr == "") wr = "-"
+			printf "| %d KiB | %s | %s | %s | %s | %s | %s | %.2f+%.2f | %.2f+%.2f |\n", f[2] / 1024, off, on, r1, rd, r2, wr, cpu["hps-zcopy-off", k], srv["hps-zcopy-off", k], cpu["hps-zcopy-on", k], srv["hps-zcopy-on", k]
+		}
+	}'
+} >"$out/zcopy.md"
+
+if command -v gnuplot >/dev/null; then
+	for c in $(awk -F, 'NR > 1 { print $1 }' "$csv" | sort -u); do
+		for w in hps-zcopy-off hps-zcopy-on verbs-read verbs-write; do
+			awk -F, -v c="$c" -v w="$w" '$1 == c && $2 == w {
+				print $3 / 1024, $4, $5 + $6 + $8 + $9 }' "$csv" \
+				>"$out/.$c-$w.dat"
+		done
+		gnuplot <<-GP
+		set terminal pngcairo size 1100,450 font ",10"
+		set output "$out/zcopy-$c.png"
+		set multiplot layout 1,2 title "AF_HPS zero copy, $c"
+		set logscale x 2
+		set xlabel "transfer size (KiB)"
+		set key top left
+		set ylabel "MB/s"
+		plot "$out/.$c-hps-zcopy-off.dat" u 1:2 w lp t "AF_HPS copy", \
+		     "$out/.$c-hps-zcopy-on.dat" u 1:2 w lp t "AF_HPS zero copy", \
+		     "$out/.$c-verbs-read.dat" u 1:2 w lp t "ib\\\\_read\\\\_bw", \
+		     "$out/.$c-verbs-write.dat" u 1:2 w lp t "ib\\\\_write\\\\_bw"
+		set ylabel "CPU s/GiB (both ends, user+sys)"
+		plot "$out/.$c-hps-zcopy-off.dat" u 1:3 w lp t "AF_HPS copy", \
+		     "$out/.$c-hps-zcopy-on.dat" u 1:3 w lp t "AF_HPS zero copy"
+		unset multiplot
+		GP
+		rm -f "$out"/.$c-*.dat
+	done
+fi
+echo "zcopy: results in $out (zcopy.md, zcopy.csv, zcopy-*.png)" >&2
+exit $rc
