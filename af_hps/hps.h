@@ -248,6 +248,9 @@ enum {
  * @connect_work: calls rdma_connect(), which may block for a long time
  *		  (siw connects a TCP socket synchronously), outside the
  *		  connection thread and without the socket lock
+ * @port_hold: active side: a TCP socket holding the local port in the TCP
+ *	       stack until rdma_connect() has run (see hps_cm_hold_port());
+ *	       socket lock
  * @nudge_timer: active side: repeats the first message until the peer
  *		 speaks (see hps_tx_nudge()); holds a socket reference
  *		 while pending
@@ -314,6 +317,7 @@ struct hps_sock {
 	struct list_head	connd_node;
 	unsigned long		connd_work;
 	struct work_struct	connect_work;
+	struct socket		*port_hold;
 	struct timer_list	nudge_timer;
 
 	spinlock_t		lock;		/* see @lock above */
@@ -408,6 +412,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		    const void *pdata, u8 pdata_len, struct sock *sk);
 void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id);
 void hps_cm_connect_work(struct work_struct *work);
+void hps_cm_release_port(struct hps_sock *hs);
 
 /* hps_wr.c */
 int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id);

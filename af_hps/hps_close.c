@@ -87,6 +87,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 		return NULL;
 	}
 	set_bit(HPS_F_TEARDOWN, &hs->flags);
+	hps_cm_release_port(hs);
 	sk_stop_timer(sk, &sk->sk_timer);
 	sk_stop_timer(sk, &hs->nudge_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
@@ -174,6 +175,7 @@ struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err)
 	if (err && !test_bit(HPS_F_ABORTED, &hs->flags))
 		WRITE_ONCE(sk->sk_err, err);
 	set_bit(HPS_F_ABORTED, &hs->flags);
+	hps_cm_release_port(hs);
 	if (hs->parent) {
 		/* The child is dropped; its own teardown does the rest. */
 		hps_child_detach(hs, false);
@@ -327,6 +329,8 @@ int hps_release(struct socket *sock)
 	hs = hps_sk(sk);
 
 	lock_sock(sk);
+	if (!test_bit(HPS_F_CONNECTING, &hs->flags))
+		hps_cm_release_port(hs);
 	if (sk->sk_state == TCP_LISTEN) {
 		hps_close_listener(sk);
 	} else if (hs->cm_id || hs->qp) {

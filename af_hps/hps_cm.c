@@ -154,6 +154,84 @@ static void hps_conn_params(struct hps_sock *hs)
 	INIT_LIST_HEAD(&hs->rx_ready);
 }
 
+/**
+ * hps_cm_release_port() - drop the TCP socket holding our local port
+ * @hs: the socket, locked
+ *
+ * Context: process, socket lock held.
+ */
+void hps_cm_release_port(struct hps_sock *hs)
+{
+	sock_owned_by_me(&hs->sk);
+	if (hs->port_hold) {
+		sock_release(hs->port_hold);
+		hs->port_hold = NULL;
+	}
+}
+
+static u16 hps_addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/*
+ * Bind the id to @addr with a local port that is free in the TCP stack as
+ * well as in rdma_cm's port space. iWARP drivers (siw) bind a TCP socket
+ * to the port rdma_cm chose, when they connect or listen, and rdma_cm
+ * knows nothing of the TCP stack's own sockets: a port that a TCP socket
+ * without SO_REUSEADDR holds (one in TIME_WAIT will do) made rdma_connect()
+ * fail with EADDRINUSE, about one connection in a thousand on one node in
+ * the test bed, and listen() likewise. So a TCP socket with SO_REUSEADDR
+ * binds @addr first (the TCP stack picks the port if @addr has none, and
+ * refuses a busy one with EADDRINUSE, as bind() on TCP would), keeps the
+ * port until the driver has bound its own socket (SO_REUSEADDR too, so it
+ * can), and rdma_cm takes the same port.
+ *
+ * Context: process, socket lock held. Return: 0 or -errno.
+ */
+static int hps_cm_bind_held(struct hps_sock *hs,
+			    const struct sockaddr_storage *addr)
+{
+	struct sock *sk = &hs->sk;
+	struct sockaddr_storage a;
+	struct socket *tcp;
+	int i, err = -EADDRINUSE, len;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	len = addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					    sizeof(struct sockaddr_in);
+	for (i = 0; i < 8; i++) {
+		memcpy(&a, addr, sizeof(a));
+		err = sock_create_kern(sock_net(sk), a.ss_family, SOCK_STREAM,
+				       IPPROTO_TCP, &tcp);
+		if (err)
+			return err;
+		sock_set_reuseaddr(tcp->sk);
+		err = kernel_bind(tcp, (struct sockaddr *)&a, len);
+		if (!err)
+			err = kernel_getsockname(tcp, (struct sockaddr *)&a);
+		if (err >= 0)
+			err = rdma_bind_addr(hs->cm_id, (struct sockaddr *)&a);
+		if (!err) {
+			hps_cm_release_port(hs);
+			hs->port_hold = tcp;
+			return 0;
+		}
+		sock_release(tcp);
+		/*
+		 * Only a port of our own choosing can be chosen again; rdma_cm
+		 * says EADDRNOTAVAIL when a wildcard bind meets a port in use.
+		 */
+		if ((err != -EADDRINUSE && err != -EADDRNOTAVAIL) ||
+		    hps_addr_port(addr))
+			return err;
+	}
+	return err;
+}
+
 /* Check a user address; copy it to @ss. Return: 0 or -errno as TCP. */
 static int hps_addr_get(struct sockaddr *addr, int len,
 			struct sockaddr_storage *ss)
@@ -226,7 +304,7 @@ int hps_bind(struct socket *sock, struct sockaddr *addr, int len)
 			goto out;
 		created = true;
 	}
-	err = rdma_bind_addr(hs->cm_id, (struct sockaddr *)&ss);
+	err = hps_cm_bind_held(hs, &ss);
 	if (err) {
 		if (err == -ENODEV || err == -EINVAL)
 			err = -EADDRNOTAVAIL;
@@ -281,6 +359,7 @@ int hps_listen(struct socket *sock, int backlog)
 		}
 		goto out;
 	}
+	hps_cm_release_port(hs);	/* the driver listens on the port */
 	memcpy(&hs->local, &hs->cm_id->route.addr.src_addr, sizeof(hs->local));
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
 	sk->sk_ack_backlog = 0;
@@ -357,6 +436,22 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 			if (err)
 				goto out;
 		}
+		if (!hs->local.ss_family) {
+			struct sockaddr_storage any = {
+				.ss_family = ss.ss_family,
+			};
+
+			err = hps_cm_bind_held(hs, &any);
+			if (err) {
+				struct rdma_cm_id *id = hs->cm_id;
+
+				hs->cm_id = NULL;
+				release_sock(sk);
+				hps_cm_destroy_id(sk, id);
+				return err == -EADDRINUSE ? -EADDRNOTAVAIL :
+				       err;
+			}
+		}
 		memcpy(&hs->peer, &ss, sizeof(ss));
 		set_bit(HPS_F_ACTIVE, &hs->flags);
 		sk->sk_err = 0;
@@ -367,6 +462,7 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 		if (err) {
 			struct rdma_cm_id *id = hs->cm_id;
 
+			hps_cm_release_port(hs);
 			hs->cm_id = NULL;
 			hs->local.ss_family = 0;
 			hps_set_state(sk, TCP_CLOSE);
@@ -631,6 +727,7 @@ void hps_cm_connect_work(struct work_struct *work)
 	err = rdma_connect(hs->cm_id, &param);
 
 	lock_sock(sk);
+	hps_cm_release_port(hs);	/* the driver has bound its socket */
 	clear_bit(HPS_F_CONNECTING, &hs->flags);
 	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags)) {
 		hps_connd_kick(hs, HPS_W_TEARDOWN);

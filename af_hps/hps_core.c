@@ -79,7 +79,7 @@ static void hps_sock_destruct(struct sock *sk)
 {
 	struct hps_sock *hs = hps_sk(sk);
 
-	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev);
+	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold);
 	hps_wr_free_bufs(hs);
 }
 
