@@ -129,6 +129,7 @@ struct hps_hdr {
 #define HPS_ZC_PAGES		256	/* pages advertised or read at once */
 #define HPS_ZC_ADV_MAX		(16 << 20)	/* largest SRCAVAIL accepted */
 #define HPS_ZC_RW_CTXS		8	/* rdma_rw budget of a connection */
+#define HPS_ZC_SGE		32	/* send SGEs: pages per RDMA Read WR */
 #define HPS_ZC_RX_MIN		16384	/* smaller reads take the copy */
 #define HPS_ZC_CANCEL_TIMEOUT	(HZ / 2)	/* unread SRCAVAIL: cancel */
 #define HPS_ZC_REPLY_TIMEOUT	(30 * HZ)	/* no answer to CANCEL: reset */
@@ -210,7 +211,7 @@ enum {
 	HPS_F_ACTIVE,		/* this end called connect() */
 	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
 	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
-	HPS_F_ZC_TX,		/* our SRCAVAIL waits for its answer */
+	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */
 	HPS_F_ZC_TX_REPLY,	/* ... which came (zc_tx_consumed) */
 	HPS_F_ZC_TX_INV,	/* the sender's MR was invalidated */
 	HPS_F_ZC_CANCEL_OWED,	/* send CANCEL */

@@ -89,10 +89,15 @@ void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
 	attr->port_num = port;
 	attr->cap.max_rdma_ctxs = HPS_ZC_RW_CTXS;
 	hs->zc_port = port;
-	if (rdma_protocol_iwarp(ibdev, port))
+	if (rdma_protocol_iwarp(ibdev, port)) {
 		per_ctx = ibdev->attrs.max_fast_reg_page_list_len;
-	else
-		per_ctx = ibdev->attrs.max_sge_rd;
+	} else {
+		/* rdma_rw puts min(max_sge_rd, max_send_sge) pages in a WR */
+		attr->cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge,
+						 1, HPS_ZC_SGE);
+		per_ctx = min_t(u32, ibdev->attrs.max_sge_rd,
+				attr->cap.max_send_sge);
+	}
 	hs->zc_rd_pages = min_t(u32, HPS_ZC_PAGES, per_ctx * HPS_ZC_RW_CTXS);
 	hs->zc_rx = NULL;
 }
@@ -262,6 +267,7 @@ static int hps_zc_post(struct hps_sock *hs, struct ib_reg_wr *reg,
 		return -EAGAIN;
 	err = ib_post_send(hs->qp, &reg->wr, NULL);
 	if (err) {
+		pr_warn_ratelimited("posting a registration failed: %d\n", err);
 		hps_conn_error(hs, ECONNRESET);
 		return -EPIPE;
 	}
@@ -416,9 +422,12 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	hps_zc_tx_await(hs, timeo);
 
-	/* Revoke the key before the pages go back. */
+	/*
+	 * Revoke the key before the pages go back. HPS_F_ZC_TX stays set
+	 * until then: other writers wait, so the MR is not registered again
+	 * while its LOCAL_INV is in flight.
+	 */
 	spin_lock_bh(&hs->lock);
-	clear_bit(HPS_F_ZC_TX, &hs->flags);
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
 	    test_bit(HPS_F_CONN_UP, &hs->flags)) {
 		struct ib_send_wr inv = {
@@ -428,15 +437,23 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 			.ex.invalidate_rkey = hs->zc_mr->rkey,
 		};
 
-		if (ib_post_send(hs->qp, &inv, NULL))
+		err = ib_post_send(hs->qp, &inv, NULL);
+		if (err) {
+			pr_warn_ratelimited("posting an invalidation failed: %d\n",
+					    err);
 			hps_conn_error(hs, ECONNRESET);
+		}
 	} else {
+		pr_debug("zero-copy send ended without an answer\n");
 		hps_conn_error(hs, ECONNRESET);
 	}
-	hps_tx_push(hs);	/* a FIN may have waited for us */
 	spin_unlock_bh(&hs->lock);
 	hps_zc_wait_idle(sk, test_bit(HPS_F_ZC_TX_INV, &hs->flags) ||
 			 !hs->zc_mr);
+	spin_lock_bh(&hs->lock);
+	clear_bit(HPS_F_ZC_TX, &hs->flags);
+	hps_tx_push(hs);	/* a FIN may have waited for us */
+	spin_unlock_bh(&hs->lock);
 
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
 	    test_bit(HPS_F_ZC_TX_INV, &hs->flags)) {
@@ -707,6 +724,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	ret = rdma_rw_ctx_post(&hs->zc_rw, hs->qp, hs->zc_port,
 			       &hs->zc_rd_cqe, NULL);
 	if (ret) {
+		pr_warn_ratelimited("posting an RDMA Read failed: %d\n", ret);
 		clear_bit(HPS_F_ZC_READING, &hs->flags);
 		spin_unlock_bh(&hs->lock);
 		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,

@@ -120,6 +120,14 @@ static int xfer(int cfd, int afd, const char *buf, size_t len,
 	pthread_join(t, NULL);
 	ok = w == (ssize_t)len && r->got == (ssize_t)len &&
 	     !memcmp(r->buf, buf, len);
+	if (!ok) {
+		size_t i = 0;
+
+		while (i < len && i < (size_t)r->got && r->buf[i] == buf[i])
+			i++;
+		fprintf(stderr, "# xfer of %zu: wrote %zd (%m), read %zd, first difference at %zu\n",
+			len, w, r->got, i);
+	}
 	free(r->buf);
 	return ok ? 0 : -1;
 }
