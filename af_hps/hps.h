@@ -134,7 +134,7 @@ struct hps_hdr {
 #define HPS_ZC_CANCEL_TIMEOUT	(HZ / 2)	/* unread SRCAVAIL: cancel */
 #define HPS_ZC_REPLY_TIMEOUT	(30 * HZ)	/* no answer to CANCEL: reset */
 #define HPS_ZC_THRESH_MAX	BIT(30)
-#define HPS_ZC_THRESH_DEFAULT	(64 * 1024)	/* see Documentation/zcopy.rst */
+#define HPS_ZC_THRESH_DEFAULT	0	/* off: see Documentation/zcopy.rst */
 
 /* ---- per-device state (hps_ib.c) ---- */
 

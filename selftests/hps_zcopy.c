@@ -140,7 +140,7 @@ FIXTURE(zc)
 
 FIXTURE_SETUP(zc)
 {
-	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+	int fd = socket(AF_HPS, SOCK_STREAM, 0), thresh = 65536;
 
 	self->cfd = self->afd = -1;
 	if (fd < 0 && errno == EAFNOSUPPORT)
@@ -148,6 +148,11 @@ FIXTURE_SETUP(zc)
 	close(fd);
 	signal(SIGPIPE, SIG_IGN);
 	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
+	/* zero copy from 64 KiB on (net.hps.zcopy_thresh is 0, off) */
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
+				sizeof(thresh)));
+	ASSERT_EQ(0, setsockopt(self->afd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
+				sizeof(thresh)));
 	self->tx0 = stat_get("zcopy_tx");
 	self->rd0 = stat_get("zcopy_rx_reads");
 	self->fb0 = stat_get("zcopy_fallbacks");
@@ -562,7 +567,10 @@ TEST_F(zc, memlock_limit_zero)
 	free(buf);
 }
 
-/* HPS_ZCOPY_THRESH 0: the copy path only; bad values are refused. */
+/*
+ * A new socket starts at net.hps.zcopy_thresh (0); HPS_ZCOPY_THRESH 0 is
+ * the copy path only; bad values are refused.
+ */
 TEST_F(zc, socket_option)
 {
 	int v = -1, off = 0, big = (1 << 30) + 1;
@@ -570,8 +578,12 @@ TEST_F(zc, socket_option)
 	struct reader r = { .chunk = MB };
 	size_t len = 2 * MB;
 	char *buf = malloc(len);
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
 	long tx;
 
+	ASSERT_EQ(0, getsockopt(fd, SOL_HPS, HPS_ZCOPY_THRESH, &v, &sl));
+	EXPECT_EQ(0, v);
+	close(fd);
 	ASSERT_EQ(0, getsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &v, &sl));
 	EXPECT_EQ(65536, v);
 	v = -1;
@@ -598,7 +610,10 @@ TEST(sysctl_zcopy_thresh)
 	char old[32], now[32];
 
 	ASSERT_EQ(0, sysctl_rw(NULL, old, sizeof(old)));
-	EXPECT_EQ(65536, atoi(old));
+	EXPECT_EQ(0, atoi(old));
+	EXPECT_EQ(0, sysctl_rw("1048576", NULL, 0));
+	ASSERT_EQ(0, sysctl_rw(NULL, now, sizeof(now)));
+	EXPECT_EQ(1048576, atoi(now));
 	EXPECT_EQ(-1, sysctl_rw("-1", NULL, 0));
 	EXPECT_EQ(-1, sysctl_rw("1073741825", NULL, 0));
 	EXPECT_EQ(0, sysctl_rw("0", NULL, 0));

@@ -14,7 +14,7 @@
 #   srv_user_s_gib,srv_sys_s_gib,srv_softirq_s_gib,zcopy_tx,zcopy_rx_reads
 #
 # (CPU columns empty for perftest; zcopy_* are the counters' increase on
-# node 1 during the run). Progress goes to stderr, one line per run.
+# node 1 during the run: with two nodes the reads happen on node 2). Progress goes to stderr, one line per run.
 set -u
 out=${1:?usage: zcopy-sweep.sh OUTDIR [SECONDS]}
 secs=${2:-3}
@@ -24,7 +24,7 @@ cfg=${HPS_NODES}n-$HPS_RDMA
 peer=$HPS_PEER
 sizes="65536 262144 1048576 4194304 16777216"
 csv=$out/zcopy.csv
-port=21000
+port=21000 pport=21100
 rc=0
 
 mkdir -p "$out"
@@ -57,11 +57,11 @@ for s in $sizes; do
 	done
 	for prog in ib_read_bw ib_write_bw; do
 		n=$((n + 1))
-		port=$((port + 1))
+		pport=$((pport + 1))
 		echo "[$n/$total] $cfg: $prog $((s >> 10)) KiB" >&2
-		args=(-R -F -d "$HPS_IBDEV" -s "$s" -p $((port + 100)) -D "$secs" --report_gbits)
+		args=(-R -F -d "$HPS_IBDEV" -s "$s" -p $pport -D "$secs" --report_gbits)
 		pj=$(hps-vm-peer --bg "$prog" "${args[@]}")
-		hps-vm-peer hps-vm-wait-listen $((port + 100)) 30 >/dev/null 2>&1
+		hps-vm-peer hps-vm-wait-listen $pport 30 >/dev/null 2>&1
 		g=$(timeout 120 "$prog" "${args[@]}" "$peer" 2>/dev/null |
 			awk -v s="$s" '$1 == s && NF >= 5 { print $4 }' | tail -n1)
 		hps-vm-peer --kill "$pj" >/dev/null 2>&1
@@ -70,9 +70,10 @@ for s in $sizes; do
 			echo "zcopy-sweep: $prog failed ($s)" >&2
 			continue
 		fi
-		echo "$cfg,verbs-${prog#ib_},$s,$(awk -v g="$g" 'BEGIN { printf "%.1f", g * 125 }'),,,,,,,," >>"$csv"
+		w=${prog#ib_}
+		echo "$cfg,verbs-${w%_bw},$s,$(awk -v g="$g" 'BEGIN { printf "%.1f", g * 125 }'),,,,,,,," >>"$csv"
 	done
 done
-sysctl -qw net.hps.zcopy_thresh=65536
+sysctl -qw net.hps.zcopy_thresh=0
 hps-vm-peer --kill "$job" >/dev/null 2>&1
 exit $rc

@@ -11,6 +11,7 @@
 #   bench-results/<UTC date>-zcopy/zcopy-CFG.png  bandwidth and CPU plots
 #
 #   zcopy.sh [--configs "1:rxe 2:rxe 2:siw"] [--seconds S] [--out DIR]
+#   zcopy.sh --report DIR     tables and plots again from DIR/zcopy.csv
 set -u
 top=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 configs="1:rxe 2:rxe 2:siw" secs=3
@@ -20,10 +21,16 @@ while [ $# -gt 0 ]; do
 	--configs) configs=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	*) echo "usage: $0 [--configs LIST] [--seconds S] [--out DIR]" >&2
+	--report) out=$2; configs=; shift 2 ;;
+	*) echo "usage: $0 [--configs LIST] [--seconds S] [--out DIR] | --report DIR" >&2
 	   exit 2 ;;
 	esac
 done
+case $(readlink -f "$out") in
+"$top"/*) ;;
+*) echo "zcopy: --out must be inside $top (the guests see only the tree)" >&2
+   exit 2 ;;
+esac
 mkdir -p "$out"
 rc=0
 for c in $configs; do
