@@ -130,6 +130,8 @@ struct hps_hdr {
 #define HPS_ZC_ADV_MAX		(16 << 20)	/* largest SRCAVAIL accepted */
 #define HPS_ZC_RW_CTXS		8	/* rdma_rw budget of a connection */
 #define HPS_ZC_SGE		32	/* send SGEs: pages per RDMA Read WR */
+/* send queue entries zero copy adds: REG_MR, LOCAL_INV, rdma_rw's 3/ctx */
+#define HPS_ZC_SQ_EXTRA		(2 + 3 * HPS_ZC_RW_CTXS)
 #define HPS_ZC_RX_MIN		16384	/* smaller reads take the copy */
 #define HPS_ZC_CANCEL_TIMEOUT	(HZ / 2)	/* unread SRCAVAIL: cancel */
 #define HPS_ZC_REPLY_TIMEOUT	(30 * HZ)	/* no answer to CANCEL: reset */
@@ -285,6 +287,7 @@ enum {
  * @rx_bytes: payload bytes received
  * @zc_thresh: sends of at least this many bytes go zero copy (0: never);
  *	       socket lock
+ * @zc_cap: the QP was set up for zero copy (@zc_thresh was not 0 then)
  * @zc_mr: sender's fast-registration MR, allocated on first use; socket
  *	   lock, deregistered after the QP is drained
  * @zc_port: port of the connection, for rdma_rw
@@ -351,6 +354,7 @@ struct hps_sock {
 	u64			rx_bytes;
 
 	u32			zc_thresh;
+	bool			zc_cap;
 	struct ib_mr		*zc_mr;
 	u32			zc_port;
 	u32			zc_rd_pages;

@@ -132,8 +132,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 		.send_cq	= hs->dev->cq,
 		.recv_cq	= hs->dev->cq,
 		.cap = {
-			/* + drain, REG_MR and LOCAL_INV of zero copy */
-			.max_send_wr	 = hs->ntx + HPS_NCTRL + 3,
+			/* + drain; hps_zc_setup() adds zero copy's */
+			.max_send_wr	 = hs->ntx + HPS_NCTRL + 1,
 			.max_recv_wr	 = hs->nrx + 1,
 			.max_send_sge	 = 1,
 			.max_recv_sge	 = 1,
@@ -182,10 +182,10 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 	dev = hps_dev_get(ibdev);
 	if (!dev)
 		return -ENODEV;
-	/* Send queue: see hps_qp_create(); rdma_rw adds up to 3 per ctx. */
+	/* The queues: see hps_qp_create() and hps_zc_setup(). */
 	err = hps_dev_reserve(dev, hs,
-			      hs->ntx + HPS_NCTRL + 3 + 3 * HPS_ZC_RW_CTXS +
-			      hs->nrx + 1);
+			      hs->ntx + HPS_NCTRL + 1 + hs->nrx + 1 +
+			      (hs->zc_thresh ? HPS_ZC_SQ_EXTRA : 0));
 	if (err) {
 		hps_dev_put(dev);
 		return err;

@@ -77,6 +77,11 @@ do {									\
  * @hs: the connection
  * @attr: its QP attributes, filled in for rdma_create_qp()
  *
+ * Only a socket whose threshold is not 0 when its connection is set up
+ * gets them (%HPS_ZC_SQ_EXTRA more send queue and CQ entries, and rdma_rw
+ * MRs on iWARP); any other sends by copy and answers SENDSM to the peer's
+ * SRCAVAILs.
+ *
  * Context: connection thread, socket lock held.
  */
 void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
@@ -86,6 +91,12 @@ void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
 	u32 per_ctx;
 
 	sock_owned_by_me(&hs->sk);
+	hs->zc_rx = NULL;
+	hs->zc_cap = hs->zc_thresh;
+	hs->zc_rd_pages = 0;
+	if (!hs->zc_cap)
+		return;
+	attr->cap.max_send_wr += 2;	/* REG_MR, LOCAL_INV */
 	attr->port_num = port;
 	attr->cap.max_rdma_ctxs = HPS_ZC_RW_CTXS;
 	hs->zc_port = port;
@@ -99,7 +110,6 @@ void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
 				attr->cap.max_send_sge);
 	}
 	hs->zc_rd_pages = min_t(u32, HPS_ZC_PAGES, per_ctx * HPS_ZC_RW_CTXS);
-	hs->zc_rx = NULL;
 }
 
 /**
@@ -358,7 +368,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	sock_owned_by_me(sk);
 	might_sleep();
-	if (!hs->zc_thresh || !*timeo || !hs->qp ||
+	if (!hs->zc_thresh || !hs->zc_cap || !*timeo || !hs->qp ||
 	    !test_bit(HPS_F_CONN_UP, &hs->flags) ||
 	    !user_backed_iter(&msg->msg_iter) ||
 	    iov_iter_count(&msg->msg_iter) < hs->zc_thresh)

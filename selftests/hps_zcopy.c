@@ -50,7 +50,8 @@ static int sysctl_rw(const char *val, char *old, size_t oldlen)
 		n = read(fd, old, oldlen - 1);
 		old[n > 0 ? n : 0] = 0;
 	}
-	if (val && write(fd, val, strlen(val)) < 0)
+	/* a sysctl takes a write at offset 0 only */
+	if (val && pwrite(fd, val, strlen(val), 0) < 0)
 		ret = -1;
 	close(fd);
 	return ret;
@@ -140,18 +141,23 @@ FIXTURE(zc)
 
 FIXTURE_SETUP(zc)
 {
-	int fd = socket(AF_HPS, SOCK_STREAM, 0), thresh = 65536;
+	int fd = socket(AF_HPS, SOCK_STREAM, 0), thresh = 65536, ok;
+	char old[32];
 
 	self->cfd = self->afd = -1;
 	if (fd < 0 && errno == EAFNOSUPPORT)
 		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 	close(fd);
 	signal(SIGPIPE, SIG_IGN);
-	ASSERT_EQ(0, hps_pair(&self->cfd, &self->afd));
-	/* zero copy from 64 KiB on (net.hps.zcopy_thresh is 0, off) */
+	/*
+	 * Zero copy from 64 KiB on. It is off by default, and a connection
+	 * gets its resources only if it is on when the connection is set up.
+	 */
+	ASSERT_EQ(0, sysctl_rw("65536", old, sizeof(old)));
+	ok = hps_pair(&self->cfd, &self->afd);
+	sysctl_rw(old, NULL, 0);
+	ASSERT_EQ(0, ok);
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
-				sizeof(thresh)));
-	ASSERT_EQ(0, setsockopt(self->afd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
 				sizeof(thresh)));
 	self->tx0 = stat_get("zcopy_tx");
 	self->rd0 = stat_get("zcopy_rx_reads");
@@ -602,6 +608,62 @@ TEST_F(zc, socket_option)
 	tx = stat_get("zcopy_tx");
 	EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
 	EXPECT_EQ(tx, stat_get("zcopy_tx"));
+	free(buf);
+}
+
+/* Turned on after the connection was set up: the copy path, exact. */
+TEST_F(zc, enabled_too_late_copies)
+{
+	struct reader r = { .chunk = MB };
+	size_t len = 2 * MB;
+	char *buf = malloc(len);
+	int c, a, l, port, thresh = 65536;
+	long tx;
+
+	l = hps_listener(&port, 4);
+	ASSERT_GE(l, 0);
+	c = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+	ASSERT_GE(c, 0);
+	a = accept(l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	ASSERT_EQ(0, setsockopt(c, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
+				sizeof(thresh)));
+	hps_fill_random(buf, len);
+	tx = stat_get("zcopy_tx");
+	EXPECT_EQ(0, xfer(c, a, buf, len, &r));
+	EXPECT_EQ(tx, stat_get("zcopy_tx"));
+	close(a);
+	close(c);
+	close(l);
+	free(buf);
+}
+
+/* A receiver set up without zero copy answers SENDSM: bytes by copy. */
+TEST_F(zc, receiver_without_zero_copy)
+{
+	struct reader r = { .chunk = MB };
+	size_t len = 2 * MB;
+	char *buf = malloc(len), old[32];
+	int c, a, l;
+	static int port;
+
+	ASSERT_EQ(0, sysctl_rw("0", old, sizeof(old)));
+	l = hps_listener(&port, 4);
+	sysctl_rw("65536", NULL, 0);
+	c = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), port);
+	sysctl_rw(old, NULL, 0);
+	ASSERT_GE(l, 0);
+	ASSERT_GE(c, 0);
+	a = accept(l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	hps_fill_random(buf, len);
+	EXPECT_EQ(0, xfer(c, a, buf, len, &r));
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
+	EXPECT_EQ(self->rd0, stat_get("zcopy_rx_reads"));
+	close(a);
+	close(c);
+	close(l);
 	free(buf);
 }
 
