@@ -668,6 +668,17 @@ bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 	       len >= min_t(u32, HPS_ZC_RX_MIN, b->len - b->off);
 }
 
+/* Undo a read that was set up but not posted. Context: socket lock held. */
+static void hps_zc_rd_undo(struct hps_sock *hs, struct page **pages,
+			   u32 npages)
+{
+	rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
+			    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
+			    DMA_FROM_DEVICE);
+	sg_free_table(&hs->zc_rd_sgt);
+	hps_zc_unpin(pages, npages, false);
+}
+
 /**
  * hps_zc_recv() - read the SRCAVAIL at the head of the queue into @msg
  * @hs: the connection; hs->zc_rx is the first buffer of rx_ready
@@ -721,11 +732,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) || hs->zc_rx != b) {
 		/* Cancelled meanwhile, or the connection went down. */
 		spin_unlock_bh(&hs->lock);
-		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
-				    hs->zc_rd_sgt.sgl,
-				    hs->zc_rd_sgt.orig_nents, DMA_FROM_DEVICE);
-		sg_free_table(&hs->zc_rd_sgt);
-		hps_zc_unpin(pages, npages, false);
+		hps_zc_rd_undo(hs, pages, npages);
 		return 0;
 	}
 	hs->zc_rd_len = n;
@@ -737,11 +744,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 		pr_warn_ratelimited("posting an RDMA Read failed: %d\n", ret);
 		clear_bit(HPS_F_ZC_READING, &hs->flags);
 		spin_unlock_bh(&hs->lock);
-		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
-				    hs->zc_rd_sgt.sgl,
-				    hs->zc_rd_sgt.orig_nents, DMA_FROM_DEVICE);
-		sg_free_table(&hs->zc_rd_sgt);
-		hps_zc_unpin(pages, npages, false);
+		hps_zc_rd_undo(hs, pages, npages);
 		hps_conn_error(hs, ECONNRESET);
 		return -ECONNRESET;
 	}
