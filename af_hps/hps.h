@@ -18,6 +18,9 @@
  *                                    hps_sock.lock)
  *   hps_connd.lock (spin, BH)        the connection thread's event lists
  *                                    (leaf lock)
+ *   hps_reg_cache.lock (spin)        a namespace's registration cache
+ *                                    (leaf lock; process context and MMU
+ *                                    notifier callbacks only, never softirq)
  *
  * CQ completion handlers run in softirq (IB_POLL_SOFTIRQ) and only take
  * hps_sock.lock. The rdma_cm event handler takes no socket lock: it copies
@@ -27,10 +30,13 @@
 #ifndef _HPS_H
 #define _HPS_H
 
+#include <linux/hashtable.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/mmu_notifier.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uio.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
@@ -137,6 +143,9 @@ struct hps_hdr {
 #define HPS_ZC_REPLY_TIMEOUT	(30 * HZ)	/* no answer to CANCEL: reset */
 #define HPS_ZC_THRESH_MAX	BIT(30)
 #define HPS_ZC_THRESH_DEFAULT	0	/* off: see Documentation/zcopy.rst */
+#define HPS_REG_CACHE_MAX	BIT(30)	/* largest zcopy_cache_bytes */
+#define HPS_REG_CACHE_DEFAULT	(64 << 20)
+#define HPS_REG_HASH_BITS	7
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -453,8 +462,24 @@ ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
 			unsigned int flags);
 
 /* hps_zc.c */
+
+/**
+ * struct hps_zc_rest - the rest of a zero-copy send, to be sent by copy
+ * @reg: the registration the bytes are in (held), or NULL: none left
+ * @it: the bytes, through the kernel mapping of @reg
+ * @kv: @it's segment when @reg has a kernel mapping
+ * @bv: @it's pages when it has not (mapped one by one as they are copied)
+ */
+struct hps_zc_rest {
+	struct hps_reg		*reg;
+	struct iov_iter		it;
+	struct kvec		kv;
+	struct bio_vec		*bv;
+};
+
 ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
-		    bool *copy_rest);
+		    bool *copy_rest, struct hps_zc_rest *rest);
+void hps_zc_rest_done(struct hps_zc_rest *rest);
 int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len);
 bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			long timeo);
@@ -473,6 +498,68 @@ void hps_conn_error(struct hps_sock *hs, int err);
 struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err);
 void hps_child_established(struct hps_sock *hs);
 
+/* hps_reg.c */
+
+/**
+ * struct hps_reg_cache - a namespace's registration cache
+ * @lock: protects everything below and the users, hashed and stale fields
+ *	  of its entries
+ * @hash: cached entries by address space and first page
+ * @lru: cached entries, least recently used first
+ * @dead: stale idle entries taken out by an invalidation, for @work
+ * @work: frees @dead (an invalidation callback cannot)
+ * @bytes: bytes pinned by cached entries
+ */
+struct hps_reg_cache {
+	spinlock_t		lock;	/* see above */
+	DECLARE_HASHTABLE(hash, HPS_REG_HASH_BITS);
+	struct list_head	lru;
+	struct list_head	dead;
+	struct work_struct	work;
+	u64			bytes;
+};
+
+/**
+ * struct hps_reg - pinned pages of a user buffer (Documentation/zcopy.rst)
+ * @notifier: watches the range while the entry may be cached
+ * @hnode: in the cache's hash while cached
+ * @lru: in the cache's LRU list while cached; then on a free list
+ * @cache: the namespace's cache
+ * @mm: the address space (mmgrab()bed); its pinned_vm is charged
+ * @start: first page's user address
+ * @pages: the pinned pages
+ * @vaddr: kernel mapping of @pages made at registration, or NULL
+ * @npages: number of @pages
+ * @users: transfers using the entry; cache lock
+ * @write: pinned for the device to write (a receive)
+ * @watched: @notifier is registered
+ * @hashed: in the cache; cache lock
+ * @stale: the mapping changed since the pages were pinned; cache lock
+ */
+struct hps_reg {
+	struct mmu_interval_notifier	notifier;
+	struct hlist_node		hnode;
+	struct list_head		lru;
+	struct hps_reg_cache		*cache;
+	struct mm_struct		*mm;
+	unsigned long			start;
+	struct page			**pages;
+	void				*vaddr;
+	u32				npages;
+	u32				users;
+	bool				write;
+	bool				watched;
+	bool				hashed;
+	bool				stale;
+};
+
+struct hps_net;
+struct hps_reg *hps_reg_get(struct hps_net *hn, unsigned long start,
+			    u32 npages, bool write);
+void hps_reg_put(struct hps_reg *r, u32 written);
+void hps_reg_cache_init(struct hps_reg_cache *c);
+void hps_reg_cache_exit(struct hps_reg_cache *c);
+
 /* hps_sysctl.c */
 struct hps_net {
 	struct ctl_table_header	*hdr;
@@ -483,6 +570,9 @@ struct hps_net {
 	unsigned int		zcopy_thresh;
 	int			rmem_default;
 	int			wmem_default;
+	unsigned int		zcopy_cache_bytes;
+	unsigned int		zcopy_cache_kmap;
+	struct hps_reg_cache	reg;
 };
 
 int hps_sysctl_register(void);
@@ -505,6 +595,14 @@ enum hps_stat {
 	HPS_STAT_ZC_RX_BYTES,
 	HPS_STAT_ZC_FALLBACKS,
 	HPS_STAT_ZC_CANCELS,
+	HPS_STAT_REG_HITS,
+	HPS_STAT_REG_MISSES,
+	HPS_STAT_REG_EVICTIONS,
+	HPS_STAT_REG_INVALIDATIONS,
+	HPS_STAT_REG_PINNED,
+	HPS_STAT_REG_LIMIT_COPIES,
+	HPS_STAT_REG_KMAP_COPIES,
+	HPS_STAT_REG_KMAP_FAILS,
 	HPS_STAT_MAX,
 };
 

@@ -30,6 +30,14 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_ZC_RX_BYTES]	= "zcopy_rx_bytes",
 	[HPS_STAT_ZC_FALLBACKS]	= "zcopy_fallbacks",
 	[HPS_STAT_ZC_CANCELS]	= "zcopy_cancels",
+	[HPS_STAT_REG_HITS]	= "zcopy_cache_hits",
+	[HPS_STAT_REG_MISSES]	= "zcopy_cache_misses",
+	[HPS_STAT_REG_EVICTIONS] = "zcopy_cache_evictions",
+	[HPS_STAT_REG_INVALIDATIONS] = "zcopy_cache_invalidations",
+	[HPS_STAT_REG_PINNED]	= "zcopy_pinned_bytes",
+	[HPS_STAT_REG_LIMIT_COPIES] = "zcopy_memlock_copies",
+	[HPS_STAT_REG_KMAP_COPIES] = "zcopy_kmap_copies",
+	[HPS_STAT_REG_KMAP_FAILS] = "zcopy_kmap_fails",
 };
 
 /**

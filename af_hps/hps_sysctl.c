@@ -4,7 +4,8 @@
  *
  * Per network namespace sysctls under net.hps (Documentation/sysctl.rst).
  * Values are read with READ_ONCE() when a connection is set up; a change
- * affects new connections only.
+ * affects new connections only. The registration cache's (zcopy_cache_*)
+ * are read at each registration.
  */
 
 #include <linux/sysctl.h>
@@ -23,6 +24,7 @@ static unsigned int hps_pct_min = 1;
 static unsigned int hps_pct_max = 100;
 static unsigned int hps_inline_max = HPS_INLINE_MAX;
 static unsigned int hps_zc_thresh_max = HPS_ZC_THRESH_MAX;
+static unsigned int hps_reg_cache_max = HPS_REG_CACHE_MAX;
 static int hps_mem_min = 4096;
 static int hps_mem_max = 64 << 20;
 
@@ -83,6 +85,22 @@ static const struct ctl_table hps_sysctl_template[] = {
 		.extra1		= &hps_mem_min,
 		.extra2		= &hps_mem_max,
 	},
+	{
+		.procname	= "zcopy_cache_bytes",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &hps_reg_cache_max,
+	},
+	{
+		.procname	= "zcopy_cache_kmap",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
 	{ }	/* sentinel */
 };
 
@@ -110,6 +128,9 @@ static int __net_init hps_net_init(struct net *net)
 	hn->zcopy_thresh = HPS_ZC_THRESH_DEFAULT;
 	hn->rmem_default = 1 << 20;
 	hn->wmem_default = 1 << 20;
+	hn->zcopy_cache_bytes = HPS_REG_CACHE_DEFAULT;
+	hn->zcopy_cache_kmap = 1;
+	hps_reg_cache_init(&hn->reg);
 
 	table = kmemdup(hps_sysctl_template, sizeof(hps_sysctl_template),
 			GFP_KERNEL);
@@ -122,6 +143,8 @@ static int __net_init hps_net_init(struct net *net)
 	table[4].data = &hn->zcopy_thresh;
 	table[5].data = &hn->rmem_default;
 	table[6].data = &hn->wmem_default;
+	table[7].data = &hn->zcopy_cache_bytes;
+	table[8].data = &hn->zcopy_cache_kmap;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
 	if (!hn->hdr) {
@@ -138,6 +161,7 @@ static void __net_exit hps_net_exit(struct net *net)
 
 	unregister_net_sysctl_table(hn->hdr);
 	kfree(table);
+	hps_reg_cache_exit(&hn->reg);
 }
 
 static struct pernet_operations hps_net_ops = {

@@ -457,6 +457,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	int flags = msg->msg_flags;
+	struct hps_zc_rest rest = {};
 	bool copy_rest = false;
 	size_t copied = 0;
 	long timeo;
@@ -468,6 +469,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	lock_sock(sk);
 	timeo = sock_sndtimeo(sk, flags & MSG_DONTWAIT);
 	while (copied < len) {
+		struct iov_iter *from = &msg->msg_iter;
 		struct hps_buf *b;
 		size_t n, chunk;
 		u32 off;
@@ -477,7 +479,8 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			break;
 
 		if (!copy_rest) {
-			ssize_t zc = hps_zc_send(hs, msg, &timeo, &copy_rest);
+			ssize_t zc = hps_zc_send(hs, msg, &timeo, &copy_rest,
+						 &rest);
 
 			if (zc < 0) {
 				err = zc;
@@ -495,8 +498,17 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		hs->tx_filling = true;	/* softirq leaves the open slot alone */
 		spin_unlock_bh(&hs->lock);
 
-		n = copy_from_iter(b->buf + HPS_HDR_LEN + off, chunk,
-				   &msg->msg_iter);
+		/* The rest of a zero-copy send: from its kernel mapping. */
+		if (rest.reg) {
+			from = &rest.it;
+			chunk = min(chunk, iov_iter_count(from));
+		}
+		n = copy_from_iter(b->buf + HPS_HDR_LEN + off, chunk, from);
+		if (rest.reg) {
+			iov_iter_advance(&msg->msg_iter, n);
+			if (!iov_iter_count(from))
+				hps_zc_rest_done(&rest);
+		}
 
 		spin_lock_bh(&hs->lock);
 		hs->tx_filling = false;
@@ -514,6 +526,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			break;
 		}
 	}
+	hps_zc_rest_done(&rest);
 	release_sock(sk);
 
 	if (copied)

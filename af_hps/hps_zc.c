@@ -158,19 +158,21 @@ static void hps_zc_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * Pin the user pages of the iterator's current segment, at most @max
- * bytes of it and at most @maxpages pages; nothing if the segment is
- * shorter than @min. Return: bytes pinned (0: none).
+ * The pinned pages of the iterator's current segment, at most @max bytes
+ * of it and at most @maxpages pages (hps_reg_get(): from the registration
+ * cache or pinned now); nothing if the segment is shorter than @min.
+ * Return: bytes covered (0: none, copy instead), with the entry in *@regp,
+ * the number of its pages used in *@npagesp and the offset into the first
+ * in *@offp.
  */
-static size_t hps_zc_pin(struct iov_iter *it, size_t min, size_t max,
-			 u32 maxpages, bool write, struct page ***pagesp,
-			 u32 *npagesp, u32 *offp)
+static size_t hps_zc_pin(struct hps_sock *hs, struct iov_iter *it,
+			 size_t min, size_t max, u32 maxpages, bool write,
+			 struct hps_reg **regp, u32 *npagesp, u32 *offp)
 {
+	struct hps_reg *r;
 	unsigned long start;
-	struct page **pages;
 	size_t seg, n;
 	u32 off, npages;
-	int got;
 
 	if (iter_is_ubuf(it)) {
 		start = (unsigned long)it->ubuf + it->iov_offset;
@@ -188,29 +190,66 @@ static size_t hps_zc_pin(struct iov_iter *it, size_t min, size_t max,
 	if (!n || seg < min)
 		return 0;
 	npages = DIV_ROUND_UP(off + n, PAGE_SIZE);
-	pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
-	if (!pages)
+	r = hps_reg_get(hps_net(sock_net(&hs->sk)), start & PAGE_MASK, npages,
+			write);
+	if (!r)
 		return 0;
-	got = pin_user_pages_fast(start & PAGE_MASK, npages,
-				  write ? FOLL_WRITE : 0, pages);
-	if (got <= 0) {
-		kvfree(pages);
-		return 0;
+	if (r->npages < npages) {
+		npages = r->npages;
+		n = (size_t)npages * PAGE_SIZE - off;
 	}
-	if (got < npages) {
-		npages = got;
-		n = (size_t)got * PAGE_SIZE - off;
-	}
-	*pagesp = pages;
+	*regp = r;
 	*npagesp = npages;
 	*offp = off;
 	return n;
 }
 
-static void hps_zc_unpin(struct page **pages, u32 npages, bool dirty)
+/*
+ * The peer asked for the rest of our SRCAVAIL by copy: hand hps_sendmsg()
+ * bytes [@from, @to) of the registration to copy, through its kernel
+ * mapping or page by page. Keeps the reference to @r; false if that
+ * cannot be done (the caller copies from the user's buffer).
+ */
+static bool hps_zc_rest_init(struct hps_zc_rest *rest, struct hps_reg *r,
+			     u32 npages, size_t from, size_t to)
 {
-	unpin_user_pages_dirty_lock(pages, npages, dirty);
-	kvfree(pages);
+	u32 i, first = from >> PAGE_SHIFT;
+
+	if (r->vaddr) {
+		rest->kv.iov_base = r->vaddr + from;
+		rest->kv.iov_len = to - from;
+		iov_iter_kvec(&rest->it, ITER_SOURCE, &rest->kv, 1, to - from);
+	} else {
+		rest->bv = kvmalloc_array(npages - first, sizeof(*rest->bv),
+					  GFP_KERNEL);
+		if (!rest->bv)
+			return false;
+		for (i = first; i < npages; i++)
+			bvec_set_page(&rest->bv[i - first], r->pages[i],
+				      PAGE_SIZE, 0);
+		iov_iter_bvec(&rest->it, ITER_SOURCE, rest->bv, npages - first,
+			      to - (size_t)first * PAGE_SIZE);
+		iov_iter_advance(&rest->it, offset_in_page(from));
+	}
+	rest->reg = r;
+	hps_stat_inc(HPS_STAT_REG_KMAP_COPIES);
+	return true;
+}
+
+/**
+ * hps_zc_rest_done() - the rest of a zero-copy send was copied
+ * @rest: from hps_zc_send(); its registration is given back
+ *
+ * Context: process, may sleep.
+ */
+void hps_zc_rest_done(struct hps_zc_rest *rest)
+{
+	if (!rest->reg)
+		return;
+	kvfree(rest->bv);
+	rest->bv = NULL;
+	hps_reg_put(rest->reg, 0);
+	rest->reg = NULL;
 }
 
 /* Could the SRCAVAIL be posted now? Context: any; takes hs->lock. */
@@ -347,20 +386,24 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
  * @msg: the data; advanced past what was sent
  * @timeo: the send timeout left
  * @copy_rest: set when the peer asked for the rest by copy
+ * @rest: set up, when the peer asked for the rest by copy, to copy the
+ *	  rest of the registered range from its kernel mapping; the caller
+ *	  advances @msg past what it copies from there, then calls
+ *	  hps_zc_rest_done()
  *
  * Context: process, socket lock held (released while waiting).
  * Return: bytes sent (possibly 0, with @copy_rest set); 0 if they do not
  * qualify; -errno if nothing was sent.
  */
 ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
-		    bool *copy_rest)
+		    bool *copy_rest, struct hps_zc_rest *rest)
 {
 	struct sock *sk = &hs->sk;
 	struct ib_device *ibdev;
 	struct hps_srcavail sa;
 	struct ib_reg_wr reg = {};
 	struct sg_table sgt;
-	struct page **pages;
+	struct hps_reg *r;
 	u32 npages, off, maxpages;
 	ssize_t ret;
 	size_t n;
@@ -387,13 +430,14 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		hs->zc_mr = mr;
 	}
 
-	n = hps_zc_pin(&msg->msg_iter, hs->zc_thresh,
-		       iov_iter_count(&msg->msg_iter), maxpages, false, &pages,
+	n = hps_zc_pin(hs, &msg->msg_iter, hs->zc_thresh,
+		       iov_iter_count(&msg->msg_iter), maxpages, false, &r,
 		       &npages, &off);
 	if (!n)
 		return 0;
 	ret = 0;
-	if (sg_alloc_table_from_pages(&sgt, pages, npages, off, n, GFP_KERNEL))
+	if (sg_alloc_table_from_pages(&sgt, r->pages, npages, off, n,
+				      GFP_KERNEL))
 		goto out_unpin;
 	if (ib_dma_map_sgtable_attrs(ibdev, &sgt, DMA_TO_DEVICE, 0))
 		goto out_free_sgt;
@@ -468,8 +512,14 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
 	    test_bit(HPS_F_ZC_TX_INV, &hs->flags)) {
 		ret = hs->zc_tx_consumed;
-		if (ret < n)
+		if (ret < n) {
 			*copy_rest = true;
+			/* Not once the mapping changed: copy from it. */
+			if (r->watched && !READ_ONCE(r->stale) &&
+			    hps_zc_rest_init(rest, r, npages, off + ret,
+					     off + n))
+				r = NULL;	/* held by @rest */
+		}
 		iov_iter_advance(&msg->msg_iter, ret);
 		hps_stat_add(HPS_STAT_ZC_TX_BYTES, ret);
 		spin_lock_bh(&hs->lock);
@@ -483,7 +533,8 @@ out_unmap:
 out_free_sgt:
 	sg_free_table(&sgt);
 out_unpin:
-	hps_zc_unpin(pages, npages, false);
+	if (r)
+		hps_reg_put(r, 0);
 	hps_zc_wake(sk);	/* writers that waited for HPS_F_ZC_TX */
 	return ret;
 }
@@ -669,14 +720,13 @@ bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 }
 
 /* Undo a read that was set up but not posted. Context: socket lock held. */
-static void hps_zc_rd_undo(struct hps_sock *hs, struct page **pages,
-			   u32 npages)
+static void hps_zc_rd_undo(struct hps_sock *hs, struct hps_reg *r)
 {
 	rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
 			    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
 			    DMA_FROM_DEVICE);
 	sg_free_table(&hs->zc_rd_sgt);
-	hps_zc_unpin(pages, npages, false);
+	hps_reg_put(r, 0);
 }
 
 /**
@@ -693,7 +743,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 {
 	struct sock *sk = &hs->sk;
 	const struct hps_srcavail *sa;
-	struct page **pages;
+	struct hps_reg *r;
 	struct hps_buf *b;
 	u32 npages, off, rkey;
 	u64 addr;
@@ -714,11 +764,11 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	n = min_t(size_t, len, b->len - b->off);
 	spin_unlock_bh(&hs->lock);
 
-	n = hps_zc_pin(&msg->msg_iter, 0, n, hs->zc_rd_pages, true, &pages,
+	n = hps_zc_pin(hs, &msg->msg_iter, 0, n, hs->zc_rd_pages, true, &r,
 		       &npages, &off);
 	if (!n)
 		goto fallback;
-	if (sg_alloc_table_from_pages(&hs->zc_rd_sgt, pages, npages, off, n,
+	if (sg_alloc_table_from_pages(&hs->zc_rd_sgt, r->pages, npages, off, n,
 				      GFP_KERNEL))
 		goto fallback_unpin;
 	hs->zc_rd_cqe.done = hps_zc_read_done;
@@ -732,7 +782,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) || hs->zc_rx != b) {
 		/* Cancelled meanwhile, or the connection went down. */
 		spin_unlock_bh(&hs->lock);
-		hps_zc_rd_undo(hs, pages, npages);
+		hps_zc_rd_undo(hs, r);
 		return 0;
 	}
 	hs->zc_rd_len = n;
@@ -744,7 +794,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 		pr_warn_ratelimited("posting an RDMA Read failed: %d\n", ret);
 		clear_bit(HPS_F_ZC_READING, &hs->flags);
 		spin_unlock_bh(&hs->lock);
-		hps_zc_rd_undo(hs, pages, npages);
+		hps_zc_rd_undo(hs, r);
 		hps_conn_error(hs, ECONNRESET);
 		return -ECONNRESET;
 	}
@@ -753,7 +803,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	/* The device writes into the pages until the completion. */
 	hps_zc_wait_idle(sk, !test_bit(HPS_F_ZC_READING, &hs->flags));
 	sg_free_table(&hs->zc_rd_sgt);
-	hps_zc_unpin(pages, npages, hs->zc_rd_ok);
+	hps_reg_put(r, hs->zc_rd_ok ? npages : 0);
 	if (!hs->zc_rd_ok)
 		return -ECONNRESET;
 	iov_iter_advance(&msg->msg_iter, n);
@@ -764,7 +814,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 fallback_sgt:
 	sg_free_table(&hs->zc_rd_sgt);
 fallback_unpin:
-	hps_zc_unpin(pages, npages, false);
+	hps_reg_put(r, 0);
 fallback:
 	spin_lock_bh(&hs->lock);
 	if (hs->zc_rx == b && !test_bit(HPS_F_ZC_READING, &hs->flags))

@@ -55,6 +55,8 @@ static const struct {
 	{ "zcopy_thresh", "-1", "1073741825", "1048576", 0 },
 	{ "rmem_default", "4095", "67108865", "131072", 1 << 20 },
 	{ "wmem_default", "4095", "67108865", "131072", 1 << 20 },
+	{ "zcopy_cache_bytes", "-1", "1073741825", "1048576", 64 << 20 },
+	{ "zcopy_cache_kmap", "-1", "2", "0", 1 },
 };
 
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))

@@ -8,6 +8,10 @@
  * socket; fork() with the buffer shared copy-on-write; munmap and a new
  * mapping at the same address; read-only, MAP_SHARED file and huge-page
  * buffers; a writer killed mid-transfer; the sysctl and the socket option.
+ * The registration cache (on by default): repeated buffers hit it, and
+ * munmap, mprotect, mremap, fork and exit invalidate or free its entries;
+ * the memory lock limit makes transfers copy; the kernel mapping made at
+ * registration (or page by page) carries the rest of a send by copy.
  * Runs over RDMA loopback on this node.
  */
 #define _GNU_SOURCE
@@ -15,7 +19,9 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 
 #include "kselftest_harness.h"
 #include "hps_util.h"
@@ -38,12 +44,15 @@ static long stat_get(const char *name)
 	return ret;
 }
 
-static int sysctl_rw(const char *val, char *old, size_t oldlen)
+static int sysctl_knob(const char *knob, const char *val, char *old,
+		       size_t oldlen)
 {
-	const char *path = "/proc/sys/net/hps/zcopy_thresh";
-	int fd = open(path, O_RDWR), ret = 0;
+	char path[128];
+	int fd, ret = 0;
 	ssize_t n;
 
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", knob);
+	fd = open(path, O_RDWR);
 	if (fd < 0)
 		return -1;
 	if (old) {
@@ -57,12 +66,45 @@ static int sysctl_rw(const char *val, char *old, size_t oldlen)
 	return ret;
 }
 
+static int sysctl_rw(const char *val, char *old, size_t oldlen)
+{
+	return sysctl_knob("zcopy_thresh", val, old, oldlen);
+}
+
+/* Wait up to 5 s for zcopy_pinned_bytes to fall to @max. */
+static long pinned_settles(long max)
+{
+	long v = stat_get("zcopy_pinned_bytes");
+	int i;
+
+	for (i = 0; i < 50 && v > max; i++) {
+		usleep(100 * 1000);
+		v = stat_get("zcopy_pinned_bytes");
+	}
+	return v;
+}
+
+/* Drop CAP_IPC_LOCK from the effective set: RLIMIT_MEMLOCK applies. */
+static int drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+	return syscall(SYS_capset, &h, d);
+}
+
 struct reader {
 	int fd;
 	size_t want;
 	size_t chunk;		/* bytes per recv(); 0: all at once */
 	int flags;		/* recv() flags */
 	int peek;		/* MSG_PEEK each chunk first */
+	char *fixed;		/* read into this buffer, not a new one */
 	char *buf;
 	ssize_t got;
 };
@@ -72,7 +114,7 @@ static void *read_thread(void *arg)
 	struct reader *r = arg;
 	size_t done = 0;
 
-	r->buf = malloc(r->want + 1);
+	r->buf = r->fixed ? r->fixed : malloc(r->want + 1);
 	while (done < r->want) {
 		size_t n = r->want - done;
 		ssize_t m;
@@ -129,7 +171,8 @@ static int xfer(int cfd, int afd, const char *buf, size_t len,
 		fprintf(stderr, "# xfer of %zu: wrote %zd (%m), read %zd, first difference at %zu\n",
 			len, w, r->got, i);
 	}
-	free(r->buf);
+	if (!r->fixed)
+		free(r->buf);
 	return ok ? 0 : -1;
 }
 
@@ -466,6 +509,7 @@ TEST_F(zc, remap_same_address)
 {
 	size_t len = 2 * MB;
 	struct reader r = { .chunk = MB };
+	long inv0 = stat_get("zcopy_cache_invalidations");
 	char *p, *q;
 
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -480,6 +524,7 @@ TEST_F(zc, remap_same_address)
 	hps_fill_random(q, len);
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, q, len, &r));
 	munmap(q, len);
+	EXPECT_GT(stat_get("zcopy_cache_invalidations"), inv0);
 }
 
 /* Read-only and MAP_SHARED file mappings, and a huge-page buffer. */
@@ -532,6 +577,7 @@ TEST_F(zc, writer_killed_mid_transfer)
 	struct timespec t0, t1;
 	int status;
 	ssize_t n, done = 0;
+	long pinned0 = stat_get("zcopy_pinned_bytes");
 	pid_t pid;
 
 	hps_fill_random(buf, len);
@@ -553,23 +599,265 @@ TEST_F(zc, writer_killed_mid_transfer)
 		done += n;
 	EXPECT_EQ(0, n);
 	EXPECT_EQ(0, memcmp(got, buf, done)) TH_LOG("%zd bytes arrived", done);
+	/* The dead writer's pins, cached or not, are gone. */
+	EXPECT_LE(pinned_settles(pinned0), pinned0);
 	free(buf);
 	free(got);
 }
 
-/* Memory lock limit 0: sends still work (pins are per transfer). */
-TEST_F(zc, memlock_limit_zero)
+/*
+ * Run @len bytes through the pair in a child without CAP_IPC_LOCK whose
+ * RLIMIT_MEMLOCK is @limit, from @nbufs buffers in turn. Exit status 0:
+ * every byte arrived intact.
+ */
+static int memlock_child(int cfd, int afd, rlim_t limit, int nbufs)
 {
-	struct rlimit rl = { 0, 0 }, old;
-	struct reader r = { .chunk = MB };
-	size_t len = 2 * MB;
-	char *buf = malloc(len);
+	struct rlimit rl = { limit, limit };
+	size_t len = MB;
+	int i, bad = 0;
+	char *bufs;
+	pid_t pid;
 
-	getrlimit(RLIMIT_MEMLOCK, &old);
-	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	pid = fork();
+	if (pid)
+		return pid;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || drop_ipc_lock())
+		_exit(2);
+	bufs = mmap(NULL, nbufs * len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (i = 0; i < 2 * nbufs; i++) {
+		struct reader r = { .chunk = MB };
+		char *b = bufs + (i % nbufs) * len;
+
+		hps_fill_random(b, len);
+		bad |= xfer(cfd, afd, b, len, &r);
+	}
+	_exit(bad ? 1 : 0);
+}
+
+/*
+ * Memory lock limit 0, without CAP_IPC_LOCK: every transfer is made by
+ * copy, with no error for the application.
+ */
+TEST_F(zc, memlock_limit_zero_copies)
+{
+	long copies0 = stat_get("zcopy_memlock_copies");
+	int status;
+	pid_t pid;
+
+	pid = memlock_child(self->cfd, self->afd, 0, 2);
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(self->tx0, stat_get("zcopy_tx"));
+	EXPECT_GE(stat_get("zcopy_memlock_copies") - copies0, 4);
+}
+
+/*
+ * A limit of 2 MiB, four 1 MiB buffers in turn: the process's idle cached
+ * entries are dropped to make room (or a transfer copies), nothing fails.
+ */
+TEST_F(zc, memlock_limit_evicts)
+{
+	long ev0 = stat_get("zcopy_cache_evictions");
+	long copies0 = stat_get("zcopy_memlock_copies");
+	long pinned0 = stat_get("zcopy_pinned_bytes");
+	int status;
+	pid_t pid;
+
+	pid = memlock_child(self->cfd, self->afd, 2 * MB, 4);
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_GT(stat_get("zcopy_cache_evictions") - ev0 +
+		  stat_get("zcopy_memlock_copies") - copies0, 0);
+	/* The child exited: its cached pins were released. */
+	EXPECT_LE(pinned_settles(pinned0), pinned0);
+}
+
+/*
+ * The same buffers sent and received again and again hit the cache, and
+ * what is written into them between transfers is what travels.
+ */
+TEST_F(zc, repeated_buffers_hit_the_cache)
+{
+	size_t len = MB;
+	char *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *dst = mmap(NULL, len + 1, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long hits0, miss0, miss1;
+	int i;
+
+	ASSERT_NE(MAP_FAILED, src);
+	ASSERT_NE(MAP_FAILED, dst);
+	/* khugepaged collapsing them would (rightly) invalidate entries */
+	madvise(src, len, MADV_NOHUGEPAGE);
+	madvise(dst, len + 1, MADV_NOHUGEPAGE);
+	hits0 = stat_get("zcopy_cache_hits");
+	miss0 = stat_get("zcopy_cache_misses");
+	miss1 = miss0;
+	for (i = 0; i < 8; i++) {
+		struct reader r = { .chunk = MB, .fixed = dst };
+
+		hps_fill_random(src, len);
+		ASSERT_EQ(0, xfer(self->cfd, self->afd, src, len, &r))
+			TH_LOG("round %d", i);
+		if (!i)
+			miss1 = stat_get("zcopy_cache_misses");
+	}
+	/* every registration of the first round is a hit in the 7 others */
+	EXPECT_GE(miss1 - miss0, 2);
+	EXPECT_EQ(miss1, stat_get("zcopy_cache_misses"));
+	EXPECT_GE(stat_get("zcopy_cache_hits") - hits0, 7 * (miss1 - miss0));
+	EXPECT_GE(stat_get("zcopy_pinned_bytes"), 2 * MB);
+	EXPECT_GE(stat_get("zcopy_rx_reads") - self->rd0, 8);
+	munmap(src, len);
+	munmap(dst, len + 1);
+}
+
+/*
+ * mprotect() and mremap() change a cached buffer's mapping: the entry is
+ * dropped, and the bytes the address maps now are sent.
+ */
+TEST_F(zc, mprotect_and_mremap_invalidate)
+{
+	size_t len = MB;
+	struct reader r = { .chunk = MB };
+	long inv0 = stat_get("zcopy_cache_invalidations");
+	char *p, *q, *moved;
+
+	p = mmap(NULL, 4 * len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	moved = p + 2 * len;
+	munmap(moved, 2 * len);
+	hps_fill_random(p, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, p, len, &r));
+
+	ASSERT_EQ(0, mprotect(p, len, PROT_READ));
+	ASSERT_EQ(0, mprotect(p, len, PROT_READ | PROT_WRITE));
+	hps_fill_random(p, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, p, len, &r));
+
+	q = mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, moved);
+	ASSERT_EQ(moved, q);
+	p = mmap(p, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	hps_fill_random(p, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, p, len, &r));
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, moved, len, &r));
+	EXPECT_GE(stat_get("zcopy_cache_invalidations") - inv0, 2);
+	munmap(p, len);
+	munmap(moved, len);
+}
+
+/*
+ * fork() while a buffer is cached: the child writes its copy and sends it
+ * on the shared socket, then the parent writes its own and sends it. Each
+ * side's bytes are its own.
+ */
+TEST_F(zc, fork_with_cached_buffer)
+{
+	size_t len = 2 * MB;
+	char *buf = malloc(len), *got = malloc(len);
+	struct reader r = { .chunk = MB };
+	int status;
+	pid_t pid;
+
+	hps_fill_random(buf, len);
+	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		memset(buf, 0x5a, len);
+		_exit(hps_write_all(self->cfd, buf, len) == (ssize_t)len ?
+		      0 : 1);
+	}
+	ASSERT_EQ((ssize_t)len, hps_read_all(self->afd, got, len));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	memset(buf, 0x5a, len);
+	EXPECT_EQ(0, memcmp(got, buf, len));
 	hps_fill_random(buf, len);
 	EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
-	setrlimit(RLIMIT_MEMLOCK, &old);
+	free(buf);
+	free(got);
+}
+
+/* A process that exits leaves nothing pinned behind in the cache. */
+TEST_F(zc, exit_releases_cached_pins)
+{
+	long pinned0 = stat_get("zcopy_pinned_bytes");
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		struct reader r = { .chunk = MB };
+		char *buf = malloc(4 * MB);
+
+		hps_fill_random(buf, 4 * MB);
+		_exit(xfer(self->cfd, self->afd, buf, 4 * MB, &r) ? 1 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_LE(pinned_settles(pinned0), pinned0);
+}
+
+/*
+ * A non-blocking reader makes the peer send the rest by copy: from the
+ * registration's kernel mapping, or page by page without one.
+ */
+TEST_F(zc, rest_copied_from_registration)
+{
+	static const char * const kmap[] = { "1", "0" };
+	size_t len = 2 * MB, step = len + 4096 + 7;
+	char *buf = malloc(2 * step), old[32];
+	long k0 = stat_get("zcopy_kmap_copies");
+	int i;
+
+	ASSERT_EQ(0, sysctl_knob("zcopy_cache_kmap", NULL, old, sizeof(old)));
+	for (i = 0; i < 2; i++) {
+		struct reader r = { .flags = MSG_DONTWAIT };
+		char *b = buf + i * step;	/* a buffer not cached yet */
+
+		ASSERT_EQ(0, sysctl_knob("zcopy_cache_kmap", kmap[i], NULL, 0));
+		hps_fill_random(b, len);
+		EXPECT_EQ(0, xfer(self->cfd, self->afd, b, len, &r))
+			TH_LOG("zcopy_cache_kmap %s", kmap[i]);
+	}
+	sysctl_knob("zcopy_cache_kmap", old, NULL, 0);
+	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
+	EXPECT_GE(stat_get("zcopy_kmap_copies") - k0, 2);
+	free(buf);
+}
+
+/* Cache off: every transfer pins and unpins its own pages. */
+TEST_F(zc, cache_off)
+{
+	struct reader r = { .chunk = MB };
+	long hits0 = stat_get("zcopy_cache_hits");
+	long pinned0 = stat_get("zcopy_pinned_bytes");
+	size_t len = 2 * MB;
+	char *buf = malloc(len), old[32];
+	int i;
+
+	ASSERT_EQ(0, sysctl_knob("zcopy_cache_bytes", "0", old, sizeof(old)));
+	for (i = 0; i < 3; i++) {
+		hps_fill_random(buf, len);
+		EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	}
+	/* nothing stays pinned (earlier tests' pins may still go away) */
+	EXPECT_LE(stat_get("zcopy_pinned_bytes"), pinned0);
+	sysctl_knob("zcopy_cache_bytes", old, NULL, 0);
+	EXPECT_EQ(hits0, stat_get("zcopy_cache_hits"));
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
 	free(buf);
 }
 
