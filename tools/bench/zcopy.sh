@@ -46,12 +46,17 @@ csv=$out/zcopy.csv
 {
 	echo "# Zero-copy sweep ($(date -u +%F), ${secs} s per point)"
 	echo
-	echo "MB/s; CPU as client (sender) user+sys s/GiB; ratios of AF_HPS"
-	echo "with zero copy to without, and to ib_read_bw on the same device."
+	echo "MB/s; CPU user+sys s/GiB of the sender and the receiver; ratios"
+	echo "of AF_HPS with zero copy (and the registration cache) to without,"
+	echo "and to ib_read_bw on the same device. \"no cache\": zero copy with"
+	echo "net.hps.zcopy_cache_bytes=0; hit rate: registration cache hits /"
+	echo "(hits + misses), sender and receiver together, the sender cycling"
+	echo "through 16 buffers of the size."
 	tail -n +2 "$csv" | sort -t, -k1,1 -k3,3n | awk -F, '{
 		k = $1 SUBSEP $3
 		if (!(k in seen)) { seen[k] = 1; order[++n] = k }
 		bw[$2, k] = $4; cpu[$2, k] = $5 + $6; srv[$2, k] = $8 + $9
+		hit[$2, k] = $13; miss[$2, k] = $14
 	} END {
 		last = ""
 		for (i = 1; i <= n; i++) {
@@ -60,10 +65,15 @@ csv=$out/zcopy.csv
 			if (f[1] != last) {
 				last = f[1]
 				printf "\n## %s\n\n", f[1]
-				print "| size | copy MB/s | zcopy MB/s | zcopy/copy | ib_read_bw | zcopy/read | ib_write_bw | copy CPU s/GiB (snd+rcv) | zcopy CPU s/GiB (snd+rcv) |"
-				print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+				print "| size | copy MB/s | zcopy no cache MB/s | zcopy MB/s | zcopy/copy | ib_read_bw | zcopy/read | ib_write_bw | copy CPU s/GiB (snd+rcv) | zcopy no cache CPU | zcopy CPU | cache hit rate |"
+				print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 			}
 			off = bw["hps-zcopy-off", k]; on = bw["hps-zcopy-on", k]
+			ncpu = (("hps-zcopy-nocache", k) in bw) ? sprintf("%.2f+%.2f", cpu["hps-zcopy-nocache", k], srv["hps-zcopy-nocache", k]) : "-"
+			nc = bw["hps-zcopy-nocache", k]
+			h = hit["hps-zcopy-on", k]; m = miss["hps-zcopy-on", k]
+			hr = (h + m > 0) ? sprintf("%.1f%% (%d/%d)", 100 * h / (h + m), h, h + m) : "-"
+			if (nc == "") nc = "-"
 			rd = bw["verbs-read", k]; wr = bw["verbs-write", k]
 			r1 = "-"; r2 = "-"
 			if (off > 0 && on != "") r1 = sprintf("%.2f", on / off)
@@ -72,14 +82,14 @@ csv=$out/zcopy.csv
 			if (on == "") on = "-"
 			if (rd == "") rd = "-"
 			if (wr == "") wr = "-"
-			printf "| %d KiB | %s | %s | %s | %s | %s | %s | %.2f+%.2f | %.2f+%.2f |\n", f[2] / 1024, off, on, r1, rd, r2, wr, cpu["hps-zcopy-off", k], srv["hps-zcopy-off", k], cpu["hps-zcopy-on", k], srv["hps-zcopy-on", k]
+			printf "| %d KiB | %s | %s | %s | %s | %s | %s | %s | %.2f+%.2f | %s | %.2f+%.2f | %s |\n", f[2] / 1024, off, nc, on, r1, rd, r2, wr, cpu["hps-zcopy-off", k], srv["hps-zcopy-off", k], ncpu, cpu["hps-zcopy-on", k], srv["hps-zcopy-on", k], hr
 		}
 	}'
 } >"$out/zcopy.md"
 
 if command -v gnuplot >/dev/null; then
 	for c in $(awk -F, 'NR > 1 { print $1 }' "$csv" | sort -u); do
-		for w in hps-zcopy-off hps-zcopy-on verbs-read verbs-write; do
+		for w in hps-zcopy-off hps-zcopy-nocache hps-zcopy-on verbs-read verbs-write; do
 			awk -F, -v c="$c" -v w="$w" '$1 == c && $2 == w {
 				print $3 / 1024, $4, $5 + $6 + $8 + $9 }' "$csv" \
 				>"$out/.$c-$w.dat"
@@ -93,11 +103,13 @@ if command -v gnuplot >/dev/null; then
 		set key top left
 		set ylabel "MB/s"
 		plot "$out/.$c-hps-zcopy-off.dat" u 1:2 w lp t "AF_HPS copy", \
+		     "$out/.$c-hps-zcopy-nocache.dat" u 1:2 w lp t "AF_HPS zero copy, no cache", \
 		     "$out/.$c-hps-zcopy-on.dat" u 1:2 w lp t "AF_HPS zero copy", \
 		     "$out/.$c-verbs-read.dat" u 1:2 w lp t "ib\\\\_read\\\\_bw", \
 		     "$out/.$c-verbs-write.dat" u 1:2 w lp t "ib\\\\_write\\\\_bw"
 		set ylabel "CPU s/GiB (both ends, user+sys)"
 		plot "$out/.$c-hps-zcopy-off.dat" u 1:3 w lp t "AF_HPS copy", \
+		     "$out/.$c-hps-zcopy-nocache.dat" u 1:3 w lp t "AF_HPS zero copy, no cache", \
 		     "$out/.$c-hps-zcopy-on.dat" u 1:3 w lp t "AF_HPS zero copy"
 		unset multiplot
 		GP
