@@ -955,6 +955,137 @@ TEST_F(zc, receiver_without_zero_copy)
 	free(buf);
 }
 
+struct many {
+	int cfd, afd, ok;
+	const char *buf;
+	size_t len;
+};
+
+static void *many_thread(void *arg)
+{
+	struct many *m = arg;
+	int i;
+
+	m->ok = 1;
+	for (i = 0; i < 3; i++) {
+		struct reader r = { .chunk = MB };
+
+		if (xfer(m->cfd, m->afd, m->buf, m->len, &r))
+			m->ok = 0;
+	}
+	return NULL;
+}
+
+/*
+ * Four connections send the same buffer at once, three times each: they
+ * share its cache entries, and every byte arrives on every connection.
+ */
+TEST_F(zc, many_sockets_share_a_buffer)
+{
+	int thresh = 65536, i;
+	struct many m[4];
+	pthread_t t[4];
+	size_t len = 2 * MB;
+	char *buf = malloc(len), old[32];
+	long hits0 = stat_get("zcopy_cache_hits");
+
+	hps_fill_random(buf, len);
+	ASSERT_EQ(0, sysctl_rw("65536", old, sizeof(old)));
+	for (i = 0; i < 4; i++) {
+		m[i].buf = buf;
+		m[i].len = len;
+		ASSERT_EQ(0, hps_pair(&m[i].cfd, &m[i].afd));
+		ASSERT_EQ(0, setsockopt(m[i].cfd, SOL_HPS, HPS_ZCOPY_THRESH,
+					&thresh, sizeof(thresh)));
+	}
+	sysctl_rw(old, NULL, 0);
+	for (i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, many_thread, &m[i]);
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_TRUE(m[i].ok) TH_LOG("connection %d", i);
+		close(m[i].cfd);
+		close(m[i].afd);
+	}
+	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_GT(stat_get("zcopy_cache_hits"), hits0);
+	free(buf);
+}
+
+struct sender {
+	int fd, rounds;
+	const char *buf;
+	size_t len;
+	ssize_t ret;
+};
+
+static void *send_thread(void *arg)
+{
+	struct sender *s = arg;
+	int i;
+
+	s->ret = 0;
+	for (i = 0; i < s->rounds; i++) {
+		ssize_t w = hps_write_all(s->fd, s->buf, s->len);
+
+		if (w != (ssize_t)s->len) {
+			s->ret = -1;
+			return NULL;
+		}
+		s->ret += w;
+	}
+	return NULL;
+}
+
+/*
+ * Zero copy both ways with the peer node (this node with one node): an
+ * echo server there reads our sends with RDMA Read and echoes them, which
+ * we read with RDMA Read. The same buffers twice: the second round finds
+ * them in the cache.
+ */
+TEST(peer_echo_both_ways)
+{
+	size_t len = 8 * MB;
+	char *tx = malloc(len), *rx = malloc(len), job[64], old[32];
+	long tx0 = stat_get("zcopy_tx"), rd0 = stat_get("zcopy_rx_reads");
+	long hits0 = stat_get("zcopy_cache_hits");
+	struct sender s = { .rounds = 2, .buf = tx, .len = len };
+	int port, fd, thresh = 65536, i;
+	uint64_t sum;
+	pthread_t t;
+
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, system("hps-vm-peer sysctl -qw net.hps.zcopy_thresh=65536"));
+	ASSERT_EQ(0, sysctl_rw("65536", old, sizeof(old)));
+	port = hps_peer_server(job, sizeof(job), "--echo");
+	ASSERT_GT(port, 0);
+	fd = hps_connect_peer(port);
+	sysctl_rw(old, NULL, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, setsockopt(fd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
+				sizeof(thresh)));
+	hps_fill_random(tx, len);
+	s.fd = fd;
+	pthread_create(&t, NULL, send_thread, &s);
+	for (i = 0; i < 2; i++) {
+		memset(rx, 0, len);
+		EXPECT_EQ((ssize_t)len, hps_read_all(fd, rx, len));
+		EXPECT_EQ(0, memcmp(tx, rx, len)) TH_LOG("round %d", i);
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ((ssize_t)(2 * len), s.ret);
+	shutdown(fd, SHUT_WR);
+	EXPECT_EQ(8, hps_read_all(fd, &sum, 8));
+	close(fd);
+	EXPECT_EQ(0, hps_peer_wait(job));
+	EXPECT_EQ(0, system("hps-vm-peer sysctl -qw net.hps.zcopy_thresh=0"));
+	EXPECT_GE(stat_get("zcopy_tx") - tx0, 8);
+	EXPECT_GT(stat_get("zcopy_rx_reads"), rd0);
+	EXPECT_GT(stat_get("zcopy_cache_hits"), hits0);
+	free(tx);
+	free(rx);
+}
+
 TEST(sysctl_zcopy_thresh)
 {
 	char old[32], now[32];

@@ -7,7 +7,8 @@
 # For each size from 64 KiB to 16 MiB: an AF_HPS stream (hps-bench, one
 # connection, sends and receives of that size; the sender cycles through
 # 16 buffers, the receiver reads into one) with zero copy off
-# (net.hps.zcopy_thresh=0 on the sending node), on without the
+# (net.hps.zcopy_thresh=0 on the sending node; the receiving server is
+# started with it at 64 KiB, so that it can read zero copy), on without the
 # registration cache (threshold 64 KiB, net.hps.zcopy_cache_bytes=0 on
 # both nodes) and on with it (the default 64 MiB cache), then ib_read_bw
 # and ib_write_bw (perftest over rdma_cm) of the same size on the same
@@ -51,6 +52,9 @@ both() {
 	[ "$HPS_NODES" = 1 ] || hps-vm-peer sysctl -qw "$1"
 }
 cache0=$(sysctl -n net.hps.zcopy_cache_bytes)
+# The receiving side gets zero copy's resources only if its threshold is
+# not 0 when the connection is set up: the server listens with it on.
+both net.hps.zcopy_thresh=65536
 
 job=$(hps-vm-peer --bg "$bench" --server --port $port) || exit 1
 hps-vm-peer hps-vm-wait-listen $port 30 >/dev/null 2>&1 ||
@@ -96,7 +100,7 @@ for s in $sizes; do
 		echo "$cfg,verbs-${w%_bw},$s,$(awk -v g="$g" 'BEGIN { printf "%.1f", g * 125 }'),,,,,,,,,," >>"$csv"
 	done
 done
-sysctl -qw net.hps.zcopy_thresh=0
+both net.hps.zcopy_thresh=0
 both net.hps.zcopy_cache_bytes="$cache0"
 hps-vm-peer --kill "$job" >/dev/null 2>&1
 exit $rc

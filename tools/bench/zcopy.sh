@@ -37,7 +37,7 @@ for c in $configs; do
 	echo "zcopy: ${c%%:*} node(s), ${c#*:}" >&2
 	"$top/tools/vm/hps-vm" run --nodes "${c%%:*}" --rdma "${c#*:}" \
 		--timeout 1500 -- "$top/tools/bench/zcopy-sweep.sh" "$out" \
-		"$secs" 2>&1 | grep -E '^\[|zcopy-sweep|^hps-vm' >&2
+		"$secs" 2>&1 | grep --line-buffered -E '^\[|zcopy-sweep|^hps-vm' >&2
 	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 done
 
