@@ -95,18 +95,18 @@ if command -v gnuplot >/dev/null; then
 				>"$out/.$c-$w.dat"
 		done
 		gnuplot <<-GP
-		set terminal pngcairo size 1100,450 font ",10"
+		set terminal pngcairo size 1100,500 font ",10" noenhanced
 		set output "$out/zcopy-$c.png"
 		set multiplot layout 1,2 title "AF_HPS zero copy, $c"
 		set logscale x 2
 		set xlabel "transfer size (KiB)"
-		set key top left
+		set key below
 		set ylabel "MB/s"
 		plot "$out/.$c-hps-zcopy-off.dat" u 1:2 w lp t "AF_HPS copy", \
 		     "$out/.$c-hps-zcopy-nocache.dat" u 1:2 w lp t "AF_HPS zero copy, no cache", \
 		     "$out/.$c-hps-zcopy-on.dat" u 1:2 w lp t "AF_HPS zero copy", \
-		     "$out/.$c-verbs-read.dat" u 1:2 w lp t "ib\\\\_read\\\\_bw", \
-		     "$out/.$c-verbs-write.dat" u 1:2 w lp t "ib\\\\_write\\\\_bw"
+		     "$out/.$c-verbs-read.dat" u 1:2 w lp t "ib_read_bw", \
+		     "$out/.$c-verbs-write.dat" u 1:2 w lp t "ib_write_bw"
 		set ylabel "CPU s/GiB (both ends, user+sys)"
 		plot "$out/.$c-hps-zcopy-off.dat" u 1:3 w lp t "AF_HPS copy", \
 		     "$out/.$c-hps-zcopy-nocache.dat" u 1:3 w lp t "AF_HPS zero copy, no cache", \
