@@ -32,7 +32,10 @@ tests=(
 # rsockets (rdma-core 44) only with the two one-connection tests: on two
 # nodes over siw, its fanout and connrate stalled until the watchdog, and
 # bidir and fanin exited with errors (seen in make check; the same runs
-# pass over TCP and AF_HPS). They test rsockets, not AF_HPS.
+# pass over TCP and AF_HPS). They test rsockets, not AF_HPS. For the same
+# reason a failed rsockets run is tried once more with a fresh server (its
+# stream once failed in connect() with EINVAL on two siw nodes): the smoke
+# test is of hps-bench, and AF_HPS and TCP get no second try.
 rs_tests=("${tests[@]:0:2}")
 
 echo "TAP version 13"
@@ -104,6 +107,18 @@ suite() {
 		# shellcheck disable=SC2086 # spec is words on purpose
 		run_one "$t" "$port" $spec
 		rc=$?
+		if [ $rc != 0 ] && [ "$t" = rsocket ]; then
+			echo "# rsockets failed; once more with a fresh server"
+			server_stop
+			port=$((port + 2))
+			if server_start "$t" "$port"; then
+				# shellcheck disable=SC2086
+				run_one "$t" "$port" $spec
+				rc=$?
+			else
+				up=0
+			fi
+		fi
 		result $rc "$t ${spec%% *}"
 		[ $rc = 0 ] || { server_stop; up=0; }
 	done
