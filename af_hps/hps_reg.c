@@ -178,6 +178,18 @@ static void hps_reg_evict(struct hps_reg_cache *c, struct mm_struct *mm,
 	}
 }
 
+/* Charge @npages to @mm's pinned_vm if RLIMIT_MEMLOCK allows. */
+static bool hps_reg_try_charge(struct mm_struct *mm, u32 npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+
+	if (atomic64_add_return(npages, &mm->pinned_vm) <= limit ||
+	    capable(CAP_IPC_LOCK))
+		return true;
+	atomic64_sub(npages, &mm->pinned_vm);
+	return false;
+}
+
 /*
  * Charge @npages to @mm's pinned_vm; over RLIMIT_MEMLOCK without
  * CAP_IPC_LOCK, first drop the process's idle cached entries. Context:
@@ -186,26 +198,17 @@ static void hps_reg_evict(struct hps_reg_cache *c, struct mm_struct *mm,
 static bool hps_reg_charge(struct hps_reg_cache *c, struct mm_struct *mm,
 			   u32 npages)
 {
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	LIST_HEAD(evicted);
-	int tries;
 
-	for (tries = 0; tries < 2; tries++) {
-		u64 pinned = atomic64_add_return(npages, &mm->pinned_vm);
-
-		if (pinned <= limit || capable(CAP_IPC_LOCK))
-			return true;
-		atomic64_sub(npages, &mm->pinned_vm);
-		if (tries)
-			break;
-		spin_lock(&c->lock);
-		hps_reg_evict(c, mm, 0, 0, &evicted);
-		spin_unlock(&c->lock);
-		if (list_empty(&evicted))
-			break;
-		hps_reg_free_list(&evicted);
-	}
-	return false;
+	if (hps_reg_try_charge(mm, npages))
+		return true;
+	spin_lock(&c->lock);
+	hps_reg_evict(c, mm, 0, 0, &evicted);
+	spin_unlock(&c->lock);
+	if (list_empty(&evicted))
+		return false;
+	hps_reg_free_list(&evicted);
+	return hps_reg_try_charge(mm, npages);
 }
 
 /* Cache a new entry if it is still current and fits. */
