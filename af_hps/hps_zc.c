@@ -161,13 +161,14 @@ static void hps_zc_inv_done(struct ib_cq *cq, struct ib_wc *wc)
  * The pinned pages of the iterator's current segment, at most @max bytes
  * of it and at most @maxpages pages (hps_reg_get(): from the registration
  * cache or pinned now); nothing if the segment is shorter than @min.
- * Return: bytes covered (0: none, copy instead), with the entry in *@regp,
- * the number of its pages used in *@npagesp and the offset into the first
- * in *@offp.
+ * Return: bytes covered, with the entry in *@regp, the number of its pages
+ * used in *@npagesp and the offset into the first in *@offp; 0 if the
+ * segment does not qualify; -ENOMEM if its pages could not be had (memory
+ * lock limit, pinning failed): copy instead.
  */
-static size_t hps_zc_pin(struct hps_sock *hs, struct iov_iter *it,
-			 size_t min, size_t max, u32 maxpages, bool write,
-			 struct hps_reg **regp, u32 *npagesp, u32 *offp)
+static ssize_t hps_zc_pin(struct hps_sock *hs, struct iov_iter *it,
+			  size_t min, size_t max, u32 maxpages, bool write,
+			  struct hps_reg **regp, u32 *npagesp, u32 *offp)
 {
 	struct hps_reg *r;
 	unsigned long start;
@@ -193,7 +194,7 @@ static size_t hps_zc_pin(struct hps_sock *hs, struct iov_iter *it,
 	r = hps_reg_get(hps_net(sock_net(&hs->sk)), start & PAGE_MASK, npages,
 			write);
 	if (!r)
-		return 0;
+		return -ENOMEM;
 	if (r->npages < npages) {
 		npages = r->npages;
 		n = (size_t)npages * PAGE_SIZE - off;
@@ -430,11 +431,16 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		hs->zc_mr = mr;
 	}
 
-	n = hps_zc_pin(hs, &msg->msg_iter, hs->zc_thresh,
-		       iov_iter_count(&msg->msg_iter), maxpages, false, &r,
-		       &npages, &off);
-	if (!n)
+	ret = hps_zc_pin(hs, &msg->msg_iter, hs->zc_thresh,
+			 iov_iter_count(&msg->msg_iter), maxpages, false, &r,
+			 &npages, &off);
+	if (ret <= 0) {
+		/* Not every chunk of this send again: copy the rest of it. */
+		if (ret < 0)
+			*copy_rest = true;
 		return 0;
+	}
+	n = ret;
 	ret = 0;
 	if (sg_alloc_table_from_pages(&sgt, r->pages, npages, off, n,
 				      GFP_KERNEL))
@@ -764,10 +770,11 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	n = min_t(size_t, len, b->len - b->off);
 	spin_unlock_bh(&hs->lock);
 
-	n = hps_zc_pin(hs, &msg->msg_iter, 0, n, hs->zc_rd_pages, true, &r,
-		       &npages, &off);
-	if (!n)
+	ret = hps_zc_pin(hs, &msg->msg_iter, 0, n, hs->zc_rd_pages, true, &r,
+			 &npages, &off);
+	if (ret <= 0)
 		goto fallback;
+	n = ret;
 	if (sg_alloc_table_from_pages(&hs->zc_rd_sgt, r->pages, npages, off, n,
 				      GFP_KERNEL))
 		goto fallback_unpin;
