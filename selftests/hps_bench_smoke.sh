@@ -23,6 +23,7 @@ peer=${HPS_PEER:?run inside an hps-vm guest}
 tests=(
 	"pingpong --size 64 --iters 20"
 	"stream --size 65536 --iters 20"
+	"stream --size 64 --iters 200 --no-nodelay"
 	"bidir --size 4096 --iters 20"
 	"streams --streams 2 --size 65536 --iters 10"
 	"fanin --streams 2 --size 64 --iters 20"

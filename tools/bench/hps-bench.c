@@ -6,11 +6,13 @@
  *   hps-bench --server [--transport T] [--bind ADDR] [--port P] [--nports N]
  *   hps-bench --client ADDR [--transport T] [--port P] --test TEST
  *             [--size BYTES] [--iters N | --seconds S] [--streams N]
- *             [--csv] [--csv-header]
+ *             [--no-nodelay] [--csv] [--csv-header]
  *
  * Transports: hps (AF_HPS, HPS_NODELAY on), tcp (AF_INET/AF_INET6,
  * TCP_NODELAY on), rsocket (librdmacm's rsockets, TCP_NODELAY on) and smc
  * (AF_SMC, which falls back to TCP when SMC-R cannot be used).
+ * --no-nodelay leaves the client's NODELAY off, so small writes are
+ * combined (Nagle for TCP).
  *
  * The server listens on ports P .. P+N-1 (--nports, 1 by default), accepts
  * in one thread polling them all, and serves every connection in a thread
@@ -141,6 +143,7 @@ struct srvstat {
 enum transport { T_HPS, T_TCP, T_RSOCKET, T_SMC };
 static const char *const tnames[] = { "hps", "tcp", "rsocket", "smc" };
 static enum transport tr = T_HPS;
+static int nodelay = 1;	/* --no-nodelay: leave small-write combining on */
 
 static int x_socket(int fam)
 {
@@ -303,6 +306,8 @@ static void set_opts(int fd)
 			fprintf(stderr, "%s: warning: socket timeouts: %s\n",
 				prog, strerror(errno));
 	}
+	if (!nodelay)
+		return;
 	if (tr == T_HPS) {
 		if (x_setsockopt(fd, SOL_HPS, HPS_NODELAY, &one, sizeof(one)))
 			fprintf(stderr, "%s: warning: HPS_NODELAY: %s\n",
@@ -1205,7 +1210,7 @@ static void usage(int rc)
 		"usage: %s --server [--transport T] [--bind ADDR] [--port P] [--nports N]\n"
 		"       %s --client ADDR [--transport T] [--port P] --test TEST\n"
 		"                 [--size BYTES] [--iters N | --seconds S] [--streams N]\n"
-		"                 [--csv] [--csv-header]\n"
+		"                 [--no-nodelay] [--csv] [--csv-header]\n"
 		"       %s --csv-columns\n"
 		"tests: pingpong, stream, bidir, streams, fanin (hotspot), fanout, connrate\n"
 		"transports: hps (default), tcp, rsocket, smc; port 20000 by default\n",
@@ -1243,6 +1248,7 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 'D' },
 		{ "streams", required_argument, NULL, 'm' },
+		{ "no-nodelay", no_argument, NULL, 'Y' },
 		{ "csv", no_argument, NULL, 'C' },
 		{ "csv-header", no_argument, NULL, 'H' },
 		{ "csv-columns", no_argument, NULL, 'L' },
@@ -1271,6 +1277,7 @@ int main(int argc, char **argv)
 				fail("unknown transport %s", optarg);
 			break;
 		case 'b': bind_addr = optarg; break;
+		case 'Y': nodelay = 0; break;
 		case 'p':
 			port = strtol(optarg, &end, 10);
 			if (*end || port <= 0 || port > 65535)
