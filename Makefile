@@ -24,7 +24,7 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
-	uapi-check sparse siw selftests vm-modules tools bench bench-full bench-zcopy
+	uapi-check sparse siw selftests vm-modules tools bench bench-full bench-sweep bench-zcopy
 
 all: modules
 
@@ -36,7 +36,8 @@ help:
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
 	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
-	@echo 'make bench-full every benchmark, all four configurations (about an hour)'
+	@echo 'make bench-full every benchmark and the sweeps, all four configurations (about 95 min)'
+	@echo 'make bench-sweep  the AF_HPS parameter sweeps only (1-node rxe, 2-node siw, 10 min)'
 	@echo 'make clean      remove build products (keeps the staged kernel)'
 
 deps:
@@ -82,6 +83,9 @@ bench: vm-modules tools
 
 bench-full: vm-modules tools
 	@$(TOP)/tools/bench/bench.sh --full
+
+bench-sweep: vm-modules tools
+	@$(TOP)/tools/bench/bench.sh --sweep
 
 bench-zcopy: vm-modules tools
 	@$(TOP)/tools/bench/zcopy.sh

@@ -34,8 +34,33 @@ bw_sizes_full="64 256 1024 4096 16384 65536 262144 1048576 4194304 16777216"
 perf_lat_sizes_full="2 64 1024 16384 262144 1048576"
 perf_bw_sizes_full="64 4096 65536 1048576"
 
+# The parameter sweeps (AF_HPS only), to choose and justify the defaults:
+# "KNOB VALUES TESTS", the default value marked with *, each test
+# TEST:SIZE. KNOB is a net.hps sysctl, set on both nodes for its values
+# (the rest at their defaults), or nodelay (1: HPS_NODELAY on, as in every
+# other AF_HPS measurement; 0: small writes are combined).
+sweeps="credits 4,8,16*,32,64 pingpong:64,stream:1024,stream:65536
+buf_size 16384,65536*,262144 pingpong:64,stream:65536,stream:1048576
+ack_thresh 25,50*,100 pingpong:64,stream:1024,stream:65536
+inline_max 0,128*,1024 pingpong:64,pingpong:1024
+nodelay 1*,0 pingpong:64,stream:64,stream:1024
+zcopy_thresh 0*,262144 stream:1048576,stream:4194304"
+
+# plan lines "sw KNOB VALUE TEST SIZE" (VALUE with * when the default)
+sweep_plan() {
+	local knob vals tests v t
+	while read -r knob vals tests; do
+		for v in ${vals//,/ }; do
+			for t in ${tests//,/ }; do
+				echo "sw $knob $v ${t%%:*} ${t#*:}"
+			done
+		done
+	done <<<"$sweeps"
+}
+
 plan() {
 	local mode=$1 nodes=$2 rdma=$3 t s p
+	[ "$mode" = sweep ] && { sweep_plan; return; }
 	if [ "$mode" = quick ]; then
 		echo "perf ib_send_lat 64 poll"
 		echo "perf ib_send_lat 64 event"
@@ -76,6 +101,7 @@ plan() {
 		echo "hb $t fanout 65536"
 		echo "hb $t connrate 64"
 	done
+	sweep_plan
 }
 
 # HPS_BENCH_FILTER: an extended regular expression; only plan lines that
@@ -242,17 +268,31 @@ run_perf() {
 	note "$name $(human "$size"): $prog failed (status $rc$([ $rc = 124 ] && echo ", timed out")): $(first_error "$tmp/out" "$tmp/server")"
 }
 
-# Listening ports per server. rsockets (rdma-core 44): with four listening
-# rsockets in one process, connections to any of them stalled (seen on one
-# node, rxe; two work), so its fanout uses two.
-nports() { [ "$1" = rsocket ] && echo 2 || echo "$streams"; }
-
-# hb_server TRANSPORT PORT: start the transport's server on the peer
+# hb_server TRANSPORT PORT: start the transport's server on the peer,
+# listening on PORT to PORT+streams-1. rsockets (rdma-core 44) get one server
+# process per port: with several listening rsockets in one process,
+# connections stalled (0.2 MB/s instead of 80 MB/s on one node over rxe,
+# whether one rpoll() loop or one blocking raccept() thread per listener
+# served them).
 hb_server() {
 	local t=$1 port=$2 kind=tcp
 	case $t in hps|rsocket) kind=rdma_cm ;; esac
+	if [ "$t" = rsocket ]; then
+		peer_start "$((port + streams - 1))" "$kind" sh -c "
+			for i in \$(seq 0 $((streams - 1))); do
+				$bench --server --transport rsocket \\
+					--port \$(($port + i)) --nports 1 &
+			done
+			wait" || return 1
+		local i
+		for i in $(seq 0 $((streams - 2))); do
+			hps-vm-peer hps-vm-wait-listen "$((port + i))" 30 >/dev/null 2>&1 ||
+				return 1
+		done
+		return 0
+	fi
 	peer_start "$port" "$kind" "$bench" --server --transport "$t" \
-		--port "$port" --nports "$(nports "$t")"
+		--port "$port" --nports "$streams"
 }
 
 smc_state=		# "", ok, skip: why
@@ -288,28 +328,27 @@ server_stop() {
 	group_failed=0
 }
 
-# hb TRANSPORT TEST SIZE
+# hb TRANSPORT TEST SIZE PORT [KNOB VALUE]: one hps-bench measurement;
+# with KNOB (a sweep point, VALUE with * when it is the default) the row
+# goes to sweep.csv
 run_hb() {
-	local t=$1 test=$2 size=$3 port=$4 args line rc p0 p1 name=$1
-	progress "$t $test $(human "$size")"
+	local t=$1 test=$2 size=$3 port=$4 knob=${5:-} val=${6:-}
+	local args line rc p0 p1 name=$1
+	progress "$t${knob:+ $knob=${val%\*}} $test $(human "$size")"
 	if [ "$t" = smc ] && [ -n "$smc_state" ] && [ "$smc_state" != ok ]; then
 		note "smc $test $(human "$size"): not run: $smc_state"
 		return
 	fi
 	args=(--client "$peer" --transport "$t" --port "$port" --test "$test"
 		--size "$size" --csv)
+	[ "$knob" = nodelay ] && [ "${val%\*}" = 0 ] && args+=(--no-nodelay)
 	case $test in
 	pingpong|fanin) args+=(--iters "$(pp_iters "$size")") ;;
 	connrate) args+=(--seconds "$secs") ;;
 	*) args+=(--seconds "$secs") ;;
 	esac
 	case $test in
-	streams|fanin) args+=(--streams "$streams") ;;
-	fanout)
-		args+=(--streams "$(nports "$t")")
-		[ "$(nports "$t")" = "$streams" ] ||
-			note "$t fanout: $(nports "$t") connections, not $streams (see nports in bench-guest.sh)"
-		;;
+	streams|fanin|fanout) args+=(--streams "$streams") ;;
 	esac
 	p0=$(rdma_pkts)
 	run_bounded $([ "$t" = smc ] && echo 60 || echo 300) "$tmp/hb" "$bench" "${args[@]}"
@@ -317,7 +356,7 @@ run_hb() {
 	p1=$(rdma_pkts)
 	line=$(grep -E "^$t,$test," "$tmp/hb" | tail -n1)
 	if [ $rc != 0 ] || [ -z "$line" ]; then
-		note "$t $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
+		note "$t${knob:+ $knob=${val%\*}} $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
 		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
 		group_failed=1
 		if [ "$t" = smc ]; then
@@ -341,7 +380,31 @@ run_hb() {
 			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: SMC-R carried it"
 		fi
 	fi
+	if [ -n "$knob" ]; then
+		echo "$cfg,$knob,${val%\*},$([ "$val" != "${val%\*}" ] && echo 1 || echo 0),${line}" >>"$outdir/sweep.csv"
+		return
+	fi
 	emit "$name,${line#*,}"
+}
+
+# The sysctls the sweeps change, with their values at the start (restored
+# after the sweeps and before each sweep point)
+sweep_knobs="credits buf_size ack_thresh inline_max zcopy_thresh"
+declare -A knob_default
+for k in $sweep_knobs; do
+	knob_default[$k]=$(cat "/proc/sys/net/hps/$k")
+done
+
+# sweep_set [KNOB VALUE]: every swept sysctl at its default on both nodes,
+# then KNOB at VALUE (nothing for nodelay, a socket option)
+sweep_set() {
+	local cmd= k
+	for k in $sweep_knobs; do
+		v=${knob_default[$k]}
+		[ "$k" = "${1:-}" ] && v=${2%\*}
+		cmd="$cmd echo $v >/proc/sys/net/hps/$k &&"
+	done
+	sh -c "$cmd true" && hps-vm-peer sh -c "$cmd true"
 }
 
 echo "bench: $cfg, device $dev, peer $peer, $mode mode, ${secs}s streams" >&2
@@ -349,7 +412,7 @@ hps_failed=0
 hb_port=21000
 cur=
 filtered_plan "$mode" "$nodes" "$rdma" >"$tmp/plan"	# no /dev/fd in the guest
-while read -r kind a b c <&3; do
+while read -r kind a b c d <&3; do
 	case $kind in
 	perf) run_perf "$a" "$b" "$c" ;;
 	hb)
@@ -365,9 +428,24 @@ while read -r kind a b c <&3; do
 		fi
 		run_hb "$a" "$b" "$c" "$hb_port"
 		;;
+	sw)	# sw KNOB VALUE TEST SIZE
+		if [ "sw $a=$b" != "$cur" ]; then
+			server_stop
+			cur="sw $a=$b"
+			hb_port=$((hb_port + 10))
+			sweep_set "$a" "$b" ||
+				note "sweep $a=$b: could not set the sysctls"
+			if ! hb_server hps "$hb_port"; then
+				peer_stop
+				note "sweep $a=$b: the hps-bench server did not start: $(first_error "$tmp/server")"
+			fi
+		fi
+		run_hb hps "$c" "$d" "$hb_port" "$a" "$b"
+		;;
 	esac
 done 3<"$tmp/plan"
 server_stop
+sweep_set
 echo "bench: $cfg done" >&2
 if [ "$hps_failed" != 0 ]; then
 	echo "bench: $cfg: $hps_failed AF_HPS measurement(s) failed" >&2

@@ -5,6 +5,8 @@ into OUTDIR/summary.md (tables and ratio tables per configuration) and, when
 gnuplot is installed, PNG plots per configuration: lat-CONFIG.png (one-way
 latency against message size), bw-CONFIG.png (bandwidth against write size)
 and cpu-CONFIG.png (CPU seconds per GiB against write size, streaming).
+OUTDIR/sweep.csv, when present, adds a table per swept parameter and
+sweep-CONFIG.png (each point relative to the default's).
 OUTDIR/meta.txt and OUTDIR/notes-CONFIG.txt, when present, are copied into
 the summary."""
 
@@ -107,6 +109,133 @@ def plot(outdir, cfg, name, title, ylabel, series):
     script = '\n'.join(cmds) + '\nplot ' + ', '.join(plots) + '\n' + \
         '\n'.join(data) + '\n'
     r = subprocess.run(['gnuplot'], input=script, text=True,
+                       capture_output=True)
+    if r.returncode:
+        sys.stderr.write('bench-report: gnuplot: %s\n' % r.stderr.strip())
+        return None
+    return png
+
+
+SWEEP_TITLE = {
+    'credits': 'credits (receive window, buffers)',
+    'buf_size': 'buf_size (bytes per bounce buffer)',
+    'ack_thresh': 'ack_thresh (% of the window before an explicit credit '
+                  'update)',
+    'inline_max': 'inline_max (bytes sent inline)',
+    'nodelay': 'nodelay (1: HPS_NODELAY; 0: small writes combined)',
+    'zcopy_thresh': 'zcopy_thresh (bytes; 0: zero copy off)',
+}
+
+
+def sweep_metric(r):
+    """(value, unit, higher is better) of one sweep row"""
+    if r['test'] == 'pingpong':
+        return num(r['median_us']), 'us', False
+    return num(r['mbps']), 'MB/s', True
+
+
+def sweeps(outdir):
+    """the sweep section of summary.md, and sweep-CONFIG.png"""
+    path = os.path.join(outdir, 'sweep.csv')
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        rows = list(csv.DictReader(ln for ln in f if ln.strip()))
+    if not rows:
+        return []
+    out = ['## Parameter sweeps (AF_HPS)', '',
+           'Each parameter alone, the others at their defaults, set on both '
+           'nodes (nodelay on the client). Latency: one-way median, us '
+           '(lower is better); bandwidth: MB/s (higher is better). In '
+           'brackets: relative to the default\'s measurement in the same '
+           'run; the default is marked with *.', '']
+    configs = []
+    for r in rows:
+        if r['config'] not in configs:
+            configs.append(r['config'])
+    for cfg in configs:
+        rs = [r for r in rows if r['config'] == cfg]
+        out += ['### %s' % cfg, '']
+        knobs = []
+        for r in rs:
+            if r['knob'] not in knobs:
+                knobs.append(r['knob'])
+        panels = []
+        for k in knobs:
+            kr = [r for r in rs if r['knob'] == k]
+            values, points = [], []
+            for r in kr:
+                if r['value'] not in values:
+                    values.append(r['value'])
+                if (r['test'], r['size']) not in points:
+                    points.append((r['test'], r['size']))
+            dflt = {r['value'] for r in kr if r['default'] == '1'}
+
+            def cell(v, p):
+                for r in kr:
+                    if r['value'] == v and (r['test'], r['size']) == p:
+                        return sweep_metric(r)[0]
+                return None
+
+            head = [k] + ['%s %s (%s)' % (t, human(s), 'us' if t ==
+                                          'pingpong' else 'MB/s')
+                          for t, s in points]
+            trows, series = [], {}
+            for v in values:
+                row = [v + ('*' if v in dflt else '')]
+                for p in points:
+                    x = cell(v, p)
+                    d = next((cell(dv, p) for dv in dflt), None)
+                    rel = x / d if x is not None and d else None
+                    row.append(fmt(x, 2 if p[0] == 'pingpong' else 1) +
+                               ('' if rel is None else ' (%.2f)' % rel))
+                    series.setdefault(p, []).append(rel)
+                trows.append(row)
+            out += ['%s:' % SWEEP_TITLE.get(k, k), '']
+            table(out, head, trows)
+            panels.append((k, values, series))
+        png = sweep_plot(outdir, cfg, panels)
+        if png:
+            out += ['![%s](%s)' % (png, png), '']
+    return out
+
+
+def sweep_plot(outdir, cfg, panels):
+    """one panel per parameter: each measurement over the default's"""
+    if not shutil.which('gnuplot') or not panels:
+        return None
+    png = 'sweep-%s.png' % cfg
+    ncol = 3
+    nrow = (len(panels) + ncol - 1) // ncol
+    cmds = ['set terminal png size 1200,%d noenhanced' % (380 * nrow),
+            'set output "%s"' % os.path.join(outdir, png),
+            'set multiplot layout %d,%d title "AF_HPS parameter sweeps '
+            '(%s): each point / the default\'s, higher is better"' %
+            (nrow, ncol, cfg),
+            'set grid', 'set key bottom left font ",9"',
+            'set yrange [0:*]']
+    for k, values, series in panels:
+        xt = ', '.join('"%s" %d' % (v, i) for i, v in enumerate(values))
+        cmds += ['set title "%s"' % k, 'set xtics (%s)' % xt,
+                 'set xrange [-0.3:%g]' % (len(values) - 0.7)]
+        plots, data = [], []
+        for (t, s), rel in series.items():
+            pts = []
+            for i, r in enumerate(rel):
+                if r is None or r <= 0:
+                    continue
+                # latency: lower is better, so plot default/value
+                pts.append((i, 1 / r if t == 'pingpong' else r))
+            if not pts:
+                continue
+            plots.append("'-' with linespoints title \"%s %s\"" %
+                         ('latency' if t == 'pingpong' else 'bandwidth',
+                          human(s)))
+            data.append('\n'.join('%d %g' % p for p in pts) + '\ne')
+        if plots:
+            cmds.append('plot ' + ', '.join(plots) + '\n' + '\n'.join(data))
+    cmds.append('unset multiplot')
+    r = subprocess.run(['gnuplot'], input='\n'.join(cmds) + '\n', text=True,
                        capture_output=True)
     if r.returncode:
         sys.stderr.write('bench-report: gnuplot: %s\n' % r.stderr.strip())
@@ -277,6 +406,7 @@ def main():
             out += ['### Plots', ''] + ['![%s](%s)' % (p, p) for p in pngs]
             out.append('')
 
+    out += sweeps(outdir)
     with open(os.path.join(outdir, 'summary.md'), 'w') as f:
         f.write('\n'.join(out))
     print('\n'.join(out))

@@ -5,8 +5,8 @@
 # test guests once per configuration, runs tools/bench/bench-guest.sh in
 # them, then writes the summary and plots on the host.
 #
-#   bench.sh [--quick | --full] [--configs "1:rxe 2:siw"] [--out DIR]
-#            [--dry-run]
+#   bench.sh [--quick | --full | --sweep] [--configs "1:rxe 2:siw"]
+#            [--out DIR] [--dry-run]
 #
 # quick (default): 1 node rxe and 2 nodes siw; perftest send latency and
 #   bandwidth, hps-bench over AF_HPS and TCP (two latency and two bandwidth
@@ -16,10 +16,13 @@
 #   ib_send_lat, ib_write_lat, ib_send_bw, ib_write_bw, ib_read_bw, each
 #   polling and with -e, at several sizes; every hps-bench test over AF_HPS,
 #   TCP, rsockets and AF_SMC, latency 1 B..1 MiB and bandwidth 64 B..16 MiB
-#   in powers of 4; 3 s per bandwidth point.
+#   in powers of 4; 3 s per bandwidth point; then the sweeps.
+# sweep: only the parameter sweeps of AF_HPS (credits, buf_size, ack_thresh,
+#   inline_max, small-write combining, zcopy_thresh; bench-guest.sh's
+#   $sweeps), 1 node rxe and 2 nodes siw by default, 2 s per point.
 #
 # Results: bench-results/<UTC date>-<mode>/ (or --out): raw.csv (all
-# measurements), summary.md (tables, ratio tables AF_HPS / raw verbs, TCP,
+# measurements), sweep.csv (the sweep points), summary.md (tables, ratio tables AF_HPS / raw verbs, TCP,
 # SMC-R, rsockets, notes), lat-/bw-/cpu-CONFIG.png (gnuplot), meta.txt, and
 # each configuration's guest output in log-CONFIG.txt.
 #
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) mode=quick; shift ;;
 	--full) mode=full; shift ;;
+	--sweep) mode=sweep; shift ;;
 	--configs) configs=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
 	--dry-run) dry=1; shift ;;
@@ -47,27 +51,37 @@ while [ $# -gt 0 ]; do
 	esac
 done
 if [ -z "$configs" ]; then
-	[ "$mode" = quick ] && configs="1:rxe 2:siw" || configs="1:rxe 2:rxe 1:siw 2:siw"
+	[ "$mode" = full ] && configs="1:rxe 2:rxe 1:siw 2:siw" || configs="1:rxe 2:siw"
 fi
 out=${out:-$top/bench-results/$(date -u +%Y%m%d-%H%M)-$mode}
 
 # The plan, and an estimate from rough per-item costs measured on a quiet
 # 2-core host under TCG (boot 10 s or 30 s; a perftest point 6 s; an
 # hps-bench point its duration plus 3 s, latency points more at big sizes).
-secs=${HPS_BENCH_SECONDS:-$([ "$mode" = quick ] && echo 1 || echo 3)}
+case $mode in
+quick) secs=1 ;;
+sweep) secs=2 ;;
+*) secs=3 ;;
+esac
+secs=${HPS_BENCH_SECONDS:-$secs}
 total=0 est=0
 declare -A count limit
 for c in $configs; do
 	n=${c%%:*} r=${c#*:}
 	k=0 est0=$est
-	while read -r kind a b s; do
+	while read -r kind f1 f2 f3 f4; do
 		k=$((k + 1))
 		case $kind in
-		perf) est=$((est + 6 + (b >= 262144 ? 10 : 0))) ;;
-		hb) case $b in
-			pingpong|fanin) est=$((est + 4 + (s >= 65536 ? 10 : 0))) ;;
-			*) est=$((est + secs + 3)) ;;
-			esac ;;
+		perf) est=$((est + 6 + (f2 >= 262144 ? 10 : 0))); continue ;;
+		hb) t=$f2 sz=$f3 ;;
+		sw)	# plus a server restart per value
+			t=$f3 sz=$f4
+			[ "$f1=$f2" != "${last:-}" ] && est=$((est + 3)) last="$f1=$f2"
+			;;
+		esac
+		case $t in
+		pingpong|fanin) est=$((est + 4 + (sz >= 65536 ? 10 : 0))) ;;
+		*) est=$((est + secs + 3)) ;;
 		esac
 	done < <("$guest" --plan "$mode" "$n" "$r")
 	count[$c]=$k
@@ -84,9 +98,9 @@ for f in "$top/af_hps.ko" "$top/tools/bench/hps-bench" "$top/tools/bench/smc-set
 	[ -e "$f" ] || { echo "bench.sh: $f missing: run 'make vm-modules tools'" >&2; exit 2; }
 done
 mkdir -p "$out" || exit 1
-{
-	echo "config,$("$top/tools/bench/hps-bench" --csv-columns)"
-} >"$out/raw.csv"
+cols=$("$top/tools/bench/hps-bench" --csv-columns)
+echo "config,$cols" >"$out/raw.csv"
+[ "$mode" = quick ] || echo "config,knob,value,default,$cols" >"$out/sweep.csv"
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'), mode $mode ($secs s per bandwidth point), configurations $configs"
 	echo "tree: $(git -C "$top" describe --always --dirty 2>/dev/null)"
