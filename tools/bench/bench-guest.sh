@@ -318,6 +318,11 @@ smc_prepare() {
 	done
 }
 
+# SMC's fallback reasons counted so far on this node (SMC_CLC_DECL_* codes)
+smc_fallbacks() {
+	"$smcsetup" fallbacks 2>&1 | awk '{ printf "%s%s %s %s", (NR > 1 ? "; " : ""), $1, $4, $3 }'
+}
+
 # stop the current hps-bench server; after a failure note what it said
 group_failed=0
 server_stop() {
@@ -375,7 +380,7 @@ run_hb() {
 			note "smc $test $(human "$size"): no RDMA packet counters on $dev; cannot show SMC-R was used: recorded as smc-tcp"
 		elif [ $((p1 - p0)) -lt 100 ]; then
 			name=smc-tcp
-			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: AF_SMC fell back to TCP"
+			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: AF_SMC fell back to TCP; the kernel's fallback counts so far (reason, count): $(smc_fallbacks)"
 		else
 			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: SMC-R carried it"
 		fi

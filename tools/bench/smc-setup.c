@@ -8,12 +8,17 @@
  *   smc-setup ueid-flush                       SMC_GEN_NETLINK FLUSH_UEID
  *   smc-setup pnet-add PNETID ETH IBDEV [PORT] SMC_PNETID ADD
  *   smc-setup pnet-flush                       SMC_PNETID FLUSH
+ *   smc-setup fallbacks                        SMC_GEN_NETLINK GET_FBACK_STATS
  *
  * A user EID is up to 32 characters (upper-case letters, digits, '.', '-');
  * the kernel wants exactly 32, padded with blanks, and a NUL. A pnet table
  * entry ties the network interface ETH and port PORT (1) of the RDMA device
  * IBDEV to one pnet id, which is what lets SMC find a device (rxe, which
  * has no get_netdev op in 6.1) for connections over ETH.
+ *
+ * fallbacks prints why AF_SMC connections fell back to TCP, one line per
+ * reason the kernel has counted: "client|server REASON COUNT NAME", REASON
+ * being an SMC_CLC_DECL_* code of net/smc/smc_clc.h.
  *
  * Layouts from include/uapi/linux/smc.h and net/smc/smc_pnet.c,
  * net/smc/smc_clc.c of Linux 6.1. Exit status 0 on success, 1 on an error
@@ -39,9 +44,14 @@
 #define PNETID_A_ETHNAME	2	/* SMC_PNETID_ETHNAME, NUL string */
 #define PNETID_A_IBNAME		3	/* SMC_PNETID_IBNAME, NUL string */
 #define PNETID_A_IBPORT		4	/* SMC_PNETID_IBPORT, u8 */
+#define GEN_GET_FBACK_STATS	8	/* SMC_NETLINK_GET_FBACK_STATS */
 #define GEN_ADD_UEID		10	/* SMC_NETLINK_ADD_UEID */
 #define GEN_FLUSH_UEID		12	/* SMC_NETLINK_FLUSH_UEID */
 #define EID_A_ENTRY		1	/* SMC_NLA_EID_TABLE_ENTRY */
+#define GEN_A_FBACK_STATS	8	/* SMC_GEN_FBACK_STATS, nest */
+#define FBACK_A_TYPE		1	/* SMC_NLA_FBACK_STATS_TYPE, u8 */
+#define FBACK_A_RSN_CODE	4	/* SMC_NLA_FBACK_STATS_RSN_CODE, u32 */
+#define FBACK_A_RSN_CNT		5	/* SMC_NLA_FBACK_STATS_RSN_CNT, u16 */
 #define MAX_EID_LEN		32	/* SMC_MAX_EID_LEN */
 #define MAX_PNETID_LEN		16	/* SMC_MAX_PNETID_LEN */
 
@@ -53,6 +63,8 @@ struct msg {
 
 static int fd;
 static uint32_t seq;
+/* called by talk() for each answer of the family asked (dumps) */
+static void (*on_msg)(struct genlmsghdr *g, int len);
 
 static void put_attr(struct msg *m, uint16_t type, const void *data,
 		     size_t len)
@@ -119,6 +131,9 @@ static int talk(struct msg *m)
 			}
 			if (h->nlmsg_type == NLMSG_DONE)
 				return family;
+			if (on_msg && h->nlmsg_type == m->n.nlmsg_type)
+				on_msg(NLMSG_DATA(h),
+				       h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN));
 		}
 	}
 }
@@ -139,6 +154,78 @@ static int family_id(const char *name)
 	return id;
 }
 
+#define for_each_attr(a, start, len) \
+	for (a = (struct nlattr *)(start); \
+	     (len) >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN && \
+	     a->nla_len <= (len); \
+	     (len) -= NLA_ALIGN(a->nla_len), \
+	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
+
+static const struct {
+	uint32_t code;
+	const char *name;
+} reasons[] = {
+	{ 0x01010000, "DECL_MEM" },
+	{ 0x02010000, "DECL_TIMEOUT_CL" },
+	{ 0x02020000, "DECL_TIMEOUT_AL" },
+	{ 0x03000000, "DECL_CNFERR" },
+	{ 0x03010000, "DECL_PEERNOSMC" },
+	{ 0x03020000, "DECL_IPSEC" },
+	{ 0x03030000, "DECL_NOSMCDEV" },
+	{ 0x03030001, "DECL_NOSMCDDEV" },
+	{ 0x03030002, "DECL_NOSMCRDEV" },
+	{ 0x03030004, "DECL_NOV2EXT" },
+	{ 0x03030006, "DECL_NOSEID" },
+	{ 0x03030007, "DECL_NOSMCD2DEV" },
+	{ 0x03030008, "DECL_NOUEID" },
+	{ 0x03040000, "DECL_MODEUNSUPP" },
+	{ 0x03070000, "DECL_DIFFPREFIX" },
+	{ 0x030a0000, "DECL_NOACTLINK" },
+	{ 0x030b0000, "DECL_NOSRVLINK" },
+	{ 0x030c0000, "DECL_VERSMISMAT" },
+	{ 0x030e0000, "DECL_NOROUTE" },
+	{ 0x030f0000, "DECL_NOINDIRECT" },
+	{ 0x04000000, "DECL_SYNCERR" },
+	{ 0x05000000, "DECL_PEERDECL" },
+	{ 0x09990000, "DECL_INTERR" },
+	{ 0x09990001, "DECL_ERR_RTOK" },
+	{ 0x09990002, "DECL_ERR_RDYLNK" },
+	{ 0x09990003, "DECL_ERR_REGBUF" },
+};
+
+/* one SMC_GEN_FBACK_STATS answer: a reason and its count */
+static void print_fallback(struct genlmsghdr *g, int len)
+{
+	struct nlattr *a, *b;
+
+	for_each_attr(a, (char *)g + GENL_HDRLEN, len) {
+		int blen = a->nla_len - NLA_HDRLEN, server = 0;
+		uint32_t code = 0;
+		uint16_t count = 0;
+		const char *name = "?";
+
+		if ((a->nla_type & NLA_TYPE_MASK) != GEN_A_FBACK_STATS)
+			continue;
+		for_each_attr(b, (char *)a + NLA_HDRLEN, blen) {
+			void *d = (char *)b + NLA_HDRLEN;
+
+			if (b->nla_type == FBACK_A_TYPE)
+				server = *(uint8_t *)d;
+			else if (b->nla_type == FBACK_A_RSN_CODE)
+				memcpy(&code, d, sizeof(code));
+			else if (b->nla_type == FBACK_A_RSN_CNT)
+				memcpy(&count, d, sizeof(count));
+		}
+		if (!code)
+			continue;
+		for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+			if (reasons[i].code == code)
+				name = reasons[i].name;
+		printf("%s 0x%08x %u SMC_CLC_%s\n", server ? "server" : "client",
+		       code, count, name);
+	}
+}
+
 static int done(int rc, const char *what)
 {
 	if (rc < 0) {
@@ -152,7 +239,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: smc-setup ueid-add EID | ueid-flush |\n"
-		"                 pnet-add PNETID ETHNAME IBDEV [IBPORT] | pnet-flush\n");
+		"                 pnet-add PNETID ETHNAME IBDEV [IBPORT] | pnet-flush |\n"
+		"                 fallbacks\n");
 	exit(2);
 }
 
@@ -206,6 +294,12 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "pnet-flush") && argc == 2) {
 		init_msg(&m, family_id(SMCR_FAMILY), PNETID_FLUSH);
 		return done(talk(&m), "flush the pnet table");
+	}
+	if (!strcmp(cmd, "fallbacks") && argc == 2) {
+		init_msg(&m, family_id(SMC_GEN_FAMILY), GEN_GET_FBACK_STATS);
+		m.n.nlmsg_flags |= NLM_F_DUMP;
+		on_msg = print_fallback;
+		return done(talk(&m), "fallback statistics");
 	}
 	usage();
 	return 2;
