@@ -224,14 +224,15 @@ progress() {
 perf_port=18600
 # perf PROGRAM SIZE poll|event
 # perftest's latency tools sometimes print "inf" under TCG (their CPU clock
-# estimate fails; two of the first twelve points of a run): such a point is run once more.
+# estimate fails; two of the first twelve points of a run), and a perftest
+# server sometimes does not come up: such a point is tried up to 3 times.
 run_perf() {
 	progress "$1 $(human "$2") $3"
-	run_perf_once "$@" 1 || run_perf_once "$@" 2
+	run_perf_once "$@" 1 || run_perf_once "$@" 2 || run_perf_once "$@" 3
 }
 
-# run_perf_once PROGRAM SIZE poll|event TRY: status 3 when the first try
-# printed no finite latency (nothing recorded), else 0
+# run_perf_once PROGRAM SIZE poll|event TRY: status 3 when a try before the
+# last failed in a way worth another (nothing recorded), else 0
 run_perf_once() {
 	local prog=$1 size=$2 how=$3 try=$4 name args line rc kind
 	perf_port=$((perf_port + 1))
@@ -246,7 +247,8 @@ run_perf_once() {
 	name=${name/_bw/}
 	if ! peer_start "$perf_port" rdma_cm "$prog" "${args[@]}"; then
 		peer_stop
-		note "$name $(human "$size"): the $prog server did not start: $(first_error "$tmp/server")"
+		[ "$try" -lt 3 ] && return 3
+		note "$name $(human "$size"): the $prog server did not start, 3 tries: $(first_error "$tmp/server")"
 		return
 	fi
 	run_bounded 120 "$tmp/out" "$prog" "${args[@]}" "$peer"
@@ -256,8 +258,8 @@ run_perf_once() {
 		# bytes iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
 		line=$(awk -v s="$size" '$1 == s && NF >= 9 { print $2 "," $5 "," $8 "," $9 "," $6 }' "$tmp/out" | tail -n1)
 		if [ $rc = 0 ] && [[ $line == *[Nn][Aa][Nn]* || $line == *inf* ]]; then
-			[ "$try" = 1 ] && return 3
-			note "$name $(human "$size"): $prog printed no finite latency, twice: $(awk -v s="$size" '$1 == s' "$tmp/out" | tail -n1)"
+			[ "$try" -lt 3 ] && return 3
+			note "$name $(human "$size"): $prog printed no finite latency, 3 tries: $(awk -v s="$size" '$1 == s' "$tmp/out" | tail -n1)"
 			return
 		fi
 		if [ $rc = 0 ] && [ -n "$line" ]; then
