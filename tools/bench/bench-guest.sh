@@ -86,10 +86,12 @@ plan() {
 		echo "perf ib_send_lat $s event"
 		echo "perf ib_write_lat $s poll"
 	done
+	# polling only: perftest 4.5 refuses -e for ib_write_bw and
+	# ib_read_bw ("Parser function exited with Error"), and ib_send_bw -e
+	# -D never came up as a server here
 	for p in ib_send_bw ib_write_bw ib_read_bw; do
 		for s in $perf_bw_sizes_full; do
 			echo "perf $p $s poll"
-			echo "perf $p $s event"
 		done
 	done
 	for t in hps tcp rsocket smc; do
