@@ -36,7 +36,7 @@ help:
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
 	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
-	@echo 'make bench-full every benchmark and the sweeps, all four configurations (about 95 min)'
+	@echo 'make bench-full every benchmark and the sweeps, all four configurations (about 85 min)'
 	@echo 'make bench-sweep  the AF_HPS parameter sweeps only (1-node rxe, 2-node siw, 10 min)'
 	@echo 'make clean      remove build products (keeps the staged kernel)'
 
