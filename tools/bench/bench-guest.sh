@@ -377,6 +377,9 @@ run_hb() {
 		note "$t${knob:+ $knob=${val%\*}} $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
 		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
 		group_failed=1
+		# a fresh server for the next run: hps-bench's watchdog may
+		# have ended this one (rsockets' bidir stalled so once)
+		restart=1
 		if [ "$t" = smc ]; then
 			smc_state="an earlier AF_SMC run failed or hung ($test $(human "$size"), status $rc)"
 			[ "$p0" -ge 0 ] &&
@@ -428,15 +431,15 @@ sweep_set() {
 echo "bench: $cfg, device $dev, peer $peer, $mode mode, ${secs}s streams" >&2
 hps_failed=0
 hb_port=21000
-cur=
+cur= restart=0
 filtered_plan "$mode" "$nodes" "$rdma" >"$tmp/plan"	# no /dev/fd in the guest
 while read -r kind a b c d <&3; do
 	case $kind in
 	perf) run_perf "$a" "$b" "$c" ;;
 	hb)
-		if [ "$a" != "$cur" ]; then
+		if [ "$a" != "$cur" ] || [ "$restart" = 1 ]; then
 			server_stop
-			cur=$a
+			cur=$a restart=0
 			hb_port=$((hb_port + 10))
 			[ "$a" = smc ] && smc_prepare
 			if ! hb_server "$a" "$hb_port"; then
@@ -447,9 +450,9 @@ while read -r kind a b c d <&3; do
 		run_hb "$a" "$b" "$c" "$hb_port"
 		;;
 	sw)	# sw KNOB VALUE TEST SIZE
-		if [ "sw $a=$b" != "$cur" ]; then
+		if [ "sw $a=$b" != "$cur" ] || [ "$restart" = 1 ]; then
 			server_stop
-			cur="sw $a=$b"
+			cur="sw $a=$b" restart=0
 			hb_port=$((hb_port + 10))
 			sweep_set "$a" "$b" ||
 				note "sweep $a=$b: could not set the sysctls"
