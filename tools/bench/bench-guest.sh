@@ -379,7 +379,7 @@ run_hb() {
 		group_failed=1
 		# a fresh server for the next run: hps-bench's watchdog may
 		# have ended this one (rsockets' bidir stalled so once)
-		restart=1
+		[ "$t" = smc ] || restart=1
 		if [ "$t" = smc ]; then
 			smc_state="an earlier AF_SMC run failed or hung ($test $(human "$size"), status $rc)"
 			[ "$p0" -ge 0 ] &&
@@ -439,9 +439,9 @@ while read -r kind a b c d <&3; do
 	hb)
 		if [ "$a" != "$cur" ] || [ "$restart" = 1 ]; then
 			server_stop
+			[ "$a" = smc ] && [ "$a" != "$cur" ] && smc_prepare
 			cur=$a restart=0
 			hb_port=$((hb_port + 10))
-			[ "$a" = smc ] && smc_prepare
 			if ! hb_server "$a" "$hb_port"; then
 				peer_stop
 				note "$a: the hps-bench server did not start: $(first_error "$tmp/server")"
