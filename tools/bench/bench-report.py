@@ -243,6 +243,48 @@ def sweep_plot(outdir, cfg, panels):
     return png
 
 
+def headline(rows, configs):
+    """one table over the configurations: the ratios a user asks first"""
+    def val(cfg, t, test, size, col):
+        for r in rows:
+            if (r['config'], r['transport'], r['test']) == (cfg, t, test) \
+                    and int(r['size']) == size:
+                return num(r[col])
+        return None
+
+    refs = [('raw verbs (polling)', 'verbs-send-poll'),
+            ('raw verbs (events)', 'verbs-send-event'),
+            ('TCP', 'tcp'), ('SMC-R', 'smc'),
+            ('AF_SMC fallen back to TCP', 'smc-tcp'), ('rsockets', 'rsocket')]
+    head = ['configuration']
+    head += ['64 B latency / %s' % n for n, _ in refs]
+    head += ['64 KiB bandwidth / %s' % n for n, t in refs
+             if t != 'verbs-send-event']
+    head += ['connections/s / TCP']
+    trows = []
+    for cfg in configs:
+        row = [cfg]
+        lat = val(cfg, 'hps', 'pingpong', 64, 'median_us')
+        bw = val(cfg, 'hps', 'stream', 65536, 'mbps')
+        for _, t in refs:
+            row.append(ratio(lat, val(cfg, t, 'pingpong', 64, 'median_us')))
+        for _, t in refs:
+            if t != 'verbs-send-event':
+                row.append(ratio(bw, val(cfg, t, 'stream', 65536, 'mbps')))
+        row.append(ratio(val(cfg, 'hps', 'connrate', 64, 'rate_per_s'),
+                         val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
+        trows.append(row)
+    if not trows:
+        return []
+    out = ['## Headline: AF_HPS against the others', '',
+           'Latency: AF_HPS one-way median / the other\'s (above 1: AF_HPS '
+           'slower). Bandwidth and connection rate: AF_HPS / the other '
+           '(below 1: AF_HPS slower). "-": no result for the other (see '
+           'the notes: SMC-R never carried a run here).', '']
+    table(out, head, trows)
+    return out
+
+
 def main():
     outdir = sys.argv[1]
     rows = []
@@ -267,6 +309,7 @@ def main():
             'server user+system from getrusage, plus the softirq time of '
             'the node(s) from /proc/stat. Raw data: raw.csv.', '']
 
+    out += headline(rows, configs)
     for cfg in configs:
         rs = [r for r in rows if r['config'] == cfg]
         out += ['## %s' % cfg, '']
