@@ -7,7 +7,10 @@
 #   ./tools/vm/hps-vm run [--rdma siw] -- ./selftests/final_device_removal.sh
 # A transfer is running while the device goes away: both ends must fail
 # (ECONNABORTED/EPIPE), a listener bound to the device must not block the
-# removal, rmmod must be refused while sockets exist and succeed after.
+# removal, rmmod must be refused while sockets exist. Then a new device of
+# the same kind is added (the module still loaded): a new connection must
+# work on it, checksummed. Then every socket is closed, rmmod must succeed,
+# and after insmod again a new connection must work once more.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 xfer=./tools/hps_xfer
@@ -31,17 +34,57 @@ timeout 60 tail --pid=$srv -f /dev/null
 wait $srv; rc=$?
 [ $rc = 0 ] && { echo "FAIL: server did not notice the removal"; fail=1; }
 cat /tmp/dr_cli.log /tmp/dr_srv.log
+# xfer_ok NAME: a fresh 8 MiB transfer, checksummed by hps_xfer
+xfer_ok() {
+	local p=$((port + 1 + RANDOM % 1000)) s rc
+	$xfer -l "$HPS_SELF" $p >/tmp/dr_srv2.log 2>&1 &
+	s=$!
+	hps-vm-wait-listen $p 30 >/dev/null 2>&1
+	timeout 120 $xfer -c "$HPS_SELF" $p -n 8388608 >/tmp/dr_cli2.log 2>&1
+	rc=$?
+	timeout 30 tail --pid=$s -f /dev/null
+	wait $s || rc=1
+	if [ $rc != 0 ]; then
+		echo "FAIL: $1: transfer failed"
+		cat /tmp/dr_cli2.log /tmp/dr_srv2.log
+		fail=1
+	fi
+}
+
+# wait_active: the (new) device's port is up
+wait_active() {
+	for _ in $(seq 100); do
+		rdma link show "$HPS_IBDEV/1" 2>/dev/null | grep -q 'state ACTIVE' && return 0
+		sleep 0.1
+	done
+	echo "FAIL: $HPS_IBDEV did not become active"; fail=1
+}
+
+# A new device while the module stays loaded
+if timeout 60 rdma link add "$HPS_IBDEV" type "$HPS_RDMA" netdev "$HPS_IFNAME"; then
+	wait_active
+	xfer_ok "on a device added after the removal"
+else
+	echo "FAIL: rdma link add"; fail=1
+fi
+
 # Every socket is closed: the module becomes idle (bounded wait) and unloads.
 for _ in $(seq 300); do
 	[ "$(cat /sys/module/af_hps/refcnt)" = 0 ] && break
 	sleep 0.1
 done
 rmmod af_hps || { echo "FAIL: rmmod after close"; fail=1; }
+# and loads again, and works
+if insmod ./af_hps.ko; then
+	xfer_ok "after the module was loaded again"
+else
+	echo "FAIL: insmod after rmmod"; fail=1
+fi
 if [ $fail = 0 ]; then
-	echo "ok 1 device removal under a live transfer"
+	echo "ok 1 device removal under a live transfer, a new device, module reload"
 	echo "# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0"
 else
-	echo "not ok 1 device removal under a live transfer"
+	echo "not ok 1 device removal under a live transfer, a new device, module reload"
 	echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0"
 fi
 exit $fail
