@@ -146,6 +146,8 @@ struct hps_hdr {
 #define HPS_REG_CACHE_MAX	BIT(30)	/* largest zcopy_cache_bytes */
 #define HPS_REG_CACHE_DEFAULT	(64 << 20)
 #define HPS_REG_HASH_BITS	7
+#define HPS_KA_DEFAULT_MS	10000	/* keepalive_ms: idle before a probe */
+#define HPS_KA_MAX_MS		3600000
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -230,6 +232,7 @@ enum {
 	HPS_F_ZC_SENDSM_OWED,	/* send SENDSM(zc_rx_sendsm) */
 	HPS_F_ZC_READING,	/* an RDMA Read of zc_rx is in flight */
 	HPS_F_ZC_RX_CANCEL,	/* CANCEL came during that read */
+	HPS_F_KA_OUT,		/* a keepalive probe is in flight */
 };
 
 /* connd work bits (hps_sock.connd_work) */
@@ -266,6 +269,13 @@ enum {
  * @nudge_timer: active side: repeats the first message until the peer
  *		 speaks (see hps_tx_nudge()); holds a socket reference
  *		 while pending
+ * @ka_timer: keepalive (see hps_tx_keepalive()); holds a socket reference
+ *	      while pending
+ * @ka_cqe: completion of the keepalive probe (hps_tx_ka_done())
+ * @ka_intv: keepalive_ms of the connection, in jiffies (0: off); set
+ *	     before the connection is up, constant after
+ * @rx_stamp: jiffies of the last message received (WRITE_ONCE() under
+ *	      @lock, read locklessly by the keepalive timer)
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nudges: first messages repeated so far
  * @nrx: receive buffers (our window, credits given to the peer)
@@ -332,6 +342,10 @@ struct hps_sock {
 	struct work_struct	connect_work;
 	struct socket		*port_hold;
 	struct timer_list	nudge_timer;
+	struct timer_list	ka_timer;
+	struct ib_cqe		ka_cqe;
+	unsigned long		ka_intv;
+	unsigned long		rx_stamp;
 
 	spinlock_t		lock;		/* see @lock above */
 	u8			nudges;
@@ -435,6 +449,7 @@ void hps_wr_free_bufs(struct hps_sock *hs);
 int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b);
 int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		     u32 len);
+int hps_wr_post_probe(struct hps_sock *hs);
 void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
 int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
 
@@ -450,6 +465,9 @@ bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
 bool hps_tx_flushed(struct hps_sock *hs);
 bool hps_tx_fin_step(struct hps_sock *hs, int bit);
 void hps_tx_nudge(struct timer_list *t);
+void hps_tx_keepalive(struct timer_list *t);
+void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc);
+void hps_tx_ka_start(struct hps_sock *hs);
 void hps_tx_fin_done(struct hps_sock *hs);
 void hps_splice_eof(struct socket *sock);
 
@@ -572,6 +590,7 @@ struct hps_net {
 	int			wmem_default;
 	unsigned int		zcopy_cache_bytes;
 	unsigned int		zcopy_cache_kmap;
+	unsigned int		keepalive_ms;
 	struct hps_reg_cache	reg;
 };
 
@@ -603,6 +622,8 @@ enum hps_stat {
 	HPS_STAT_REG_LIMIT_COPIES,
 	HPS_STAT_REG_KMAP_COPIES,
 	HPS_STAT_REG_KMAP_FAILS,
+	HPS_STAT_KA_PROBES,
+	HPS_STAT_PEER_TIMEOUTS,
 	HPS_STAT_MAX,
 };
 

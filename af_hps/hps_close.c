@@ -90,6 +90,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	hps_cm_release_port(hs);
 	sk_stop_timer(sk, &sk->sk_timer);
 	sk_stop_timer(sk, &hs->nudge_timer);
+	sk_stop_timer(sk, &hs->ka_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);

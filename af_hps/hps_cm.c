@@ -138,6 +138,7 @@ static void hps_conn_params(struct hps_sock *hs)
 	hs->inline_max = min_t(u32, READ_ONCE(hn->inline_max),
 			       HPS_INLINE_MAX);
 	hs->msg_max = buf_size - HPS_HDR_LEN;
+	hs->ka_intv = msecs_to_jiffies(READ_ONCE(hn->keepalive_ms));
 
 	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
 	hs->rx_queued = 0;
@@ -611,7 +612,12 @@ static void hps_conn_param(struct rdma_conn_param *p, struct hps_hello *h)
 	p->private_data_len = sizeof(*h);
 	p->responder_resources = 1;
 	p->initiator_depth = 1;
-	p->retry_count = 7;
+	/*
+	 * 6, not 7: rxe (6.1) retries for ever at 7 (infinite is what 7
+	 * means for RNR retries only), and then a dead peer is never found.
+	 * RNR cannot happen (protocol.rst), so its count does not matter.
+	 */
+	p->retry_count = 6;
 	p->rnr_retry_count = 7;
 }
 
@@ -770,6 +776,7 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	sk_reset_timer(sk, &hs->nudge_timer, jiffies + HPS_NUDGE_TIMEOUT);
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
+	hps_tx_ka_start(hs);
 	hps_set_state(sk, TCP_ESTABLISHED);
 	sk->sk_write_space(sk);
 	hps_stat_inc(HPS_STAT_CONN_ACTIVE);
@@ -850,6 +857,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 			destroy = hps_cm_active_up(hs, id, pdata, pdata_len);
 		} else {
 			set_bit(HPS_F_WAS_CONN, &hs->flags);
+			hps_tx_ka_start(hs);
 			hps_set_state(sk, TCP_ESTABLISHED);
 			if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
 				hps_connd_kick(hs, HPS_W_STATE);

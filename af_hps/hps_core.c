@@ -102,6 +102,8 @@ void hps_sock_init(struct hps_sock *hs)
 	sk->sk_destruct = hps_sock_destruct;
 	timer_setup(&sk->sk_timer, hps_fin_timer, 0);
 	timer_setup(&hs->nudge_timer, hps_tx_nudge, 0);
+	timer_setup(&hs->ka_timer, hps_tx_keepalive, 0);
+	hs->ka_cqe.done = hps_tx_ka_done;
 	sk->sk_protocol = IPPROTO_TCP;
 	sk->sk_state = TCP_CLOSE;
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);

@@ -90,6 +90,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 
 	spin_lock(&hs->lock);
+	WRITE_ONCE(hs->rx_stamp, jiffies);	/* the peer is alive */
 	if (credits > hs->peer_credits_max - hs->tx_credits) {
 		spin_unlock(&hs->lock);
 		hps_rx_violation(hs, "credit overflow");

@@ -38,6 +38,8 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_REG_LIMIT_COPIES] = "zcopy_memlock_copies",
 	[HPS_STAT_REG_KMAP_COPIES] = "zcopy_kmap_copies",
 	[HPS_STAT_REG_KMAP_FAILS] = "zcopy_kmap_fails",
+	[HPS_STAT_KA_PROBES]	= "keepalive_probes",
+	[HPS_STAT_PEER_TIMEOUTS] = "peer_timeouts",
 };
 
 /**

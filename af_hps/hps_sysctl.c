@@ -25,6 +25,7 @@ static unsigned int hps_pct_max = 100;
 static unsigned int hps_inline_max = HPS_INLINE_MAX;
 static unsigned int hps_zc_thresh_max = HPS_ZC_THRESH_MAX;
 static unsigned int hps_reg_cache_max = HPS_REG_CACHE_MAX;
+static unsigned int hps_ka_max = HPS_KA_MAX_MS;
 static int hps_mem_min = 4096;
 static int hps_mem_max = 64 << 20;
 
@@ -101,6 +102,14 @@ static const struct ctl_table hps_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	{
+		.procname	= "keepalive_ms",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &hps_ka_max,
+	},
 	{ }	/* sentinel */
 };
 
@@ -123,13 +132,14 @@ static int __net_init hps_net_init(struct net *net)
 	/* Defaults before the table is published. */
 	hn->credits = 16;
 	hn->buf_size = 65536;
-	hn->ack_thresh = 50;
+	hn->ack_thresh = 25;	/* the sweep in performance.rst */
 	hn->inline_max = 128;
 	hn->zcopy_thresh = HPS_ZC_THRESH_DEFAULT;
 	hn->rmem_default = 1 << 20;
 	hn->wmem_default = 1 << 20;
 	hn->zcopy_cache_bytes = HPS_REG_CACHE_DEFAULT;
 	hn->zcopy_cache_kmap = 1;
+	hn->keepalive_ms = HPS_KA_DEFAULT_MS;
 	hps_reg_cache_init(&hn->reg);
 
 	table = kmemdup(hps_sysctl_template, sizeof(hps_sysctl_template),
@@ -145,6 +155,7 @@ static int __net_init hps_net_init(struct net *net)
 	table[6].data = &hn->wmem_default;
 	table[7].data = &hn->zcopy_cache_bytes;
 	table[8].data = &hn->zcopy_cache_kmap;
+	table[9].data = &hn->keepalive_ms;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
 	if (!hn->hdr) {

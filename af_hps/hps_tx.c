@@ -230,6 +230,61 @@ void hps_tx_nudge(struct timer_list *t)
 }
 
 /**
+ * hps_tx_ka_start() - start the keepalive of a new connection
+ * @hs: the connection, just established
+ *
+ * Context: process (connection thread); takes no lock.
+ */
+void hps_tx_ka_start(struct hps_sock *hs)
+{
+	if (!hs->ka_intv)
+		return;
+	WRITE_ONCE(hs->rx_stamp, jiffies);
+	sk_reset_timer(&hs->sk, &hs->ka_timer, jiffies + hs->ka_intv);
+}
+
+/**
+ * hps_tx_keepalive() - probe a peer that has been silent
+ * @t: hs->ka_timer
+ *
+ * When nothing has arrived from the peer for keepalive_ms, send a probe
+ * (hps_wr_post_probe()) unless one is still in flight, and look again
+ * keepalive_ms later. A probe that fails aborts the connection, so that
+ * calls blocked on a connection whose peer died return (ETIMEDOUT) instead
+ * of waiting for ever: see Documentation/reliability.rst. A probe is never
+ * the first message of the passive side (iWARP rule).
+ *
+ * Context: timer (softirq).
+ */
+void hps_tx_keepalive(struct timer_list *t)
+{
+	struct hps_sock *hs = from_timer(hs, t, ka_timer);
+	struct sock *sk = &hs->sk;
+	unsigned long quiet_until;
+
+	spin_lock(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags))
+		goto out;
+	quiet_until = READ_ONCE(hs->rx_stamp) + hs->ka_intv;
+	if (time_before(jiffies, quiet_until)) {
+		sk_reset_timer(sk, &hs->ka_timer, quiet_until);
+		goto out;
+	}
+	if (test_bit(HPS_F_PEER_READY, &hs->flags) &&
+	    !test_and_set_bit(HPS_F_KA_OUT, &hs->flags)) {
+		if (hps_wr_post_probe(hs))
+			clear_bit(HPS_F_KA_OUT, &hs->flags);
+		else
+			hps_stat_inc(HPS_STAT_KA_PROBES);
+	}
+	sk_reset_timer(sk, &hs->ka_timer, jiffies + hs->ka_intv);
+out:
+	spin_unlock(&hs->lock);
+	sock_put(sk);	/* from sk_reset_timer() */
+}
+
+/**
  * hps_tx_fin_step() - one of the two events that complete our FIN
  * @hs: the connection
  * @bit: HPS_F_FIN_CQE (its send completed) or HPS_F_FIN_ACKED (the peer
@@ -320,6 +375,9 @@ bool hps_tx_writable(struct hps_sock *hs)
 
 static void hps_tx_error(struct hps_sock *hs, struct ib_wc *wc)
 {
+	bool timeout = wc->status == IB_WC_RETRY_EXC_ERR ||
+		       wc->status == IB_WC_RNR_RETRY_EXC_ERR;
+
 	if (wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_warn_ratelimited("send failed: %s (%d)\n",
 				    ib_wc_status_msg(wc->status), wc->status);
@@ -328,7 +386,28 @@ static void hps_tx_error(struct hps_sock *hs, struct ib_wc *wc)
 	    (wc->status == IB_WC_WR_FLUSH_ERR &&
 	     test_bit(HPS_F_FIN_RCVD, &hs->flags)))
 		return;
-	hps_conn_error(hs, ECONNRESET);
+	/* The transport gave up retrying: the peer is gone, as TCP says. */
+	if (timeout)
+		hps_stat_inc(HPS_STAT_PEER_TIMEOUTS);
+	hps_conn_error(hs, timeout ? ETIMEDOUT : ECONNRESET);
+}
+
+/**
+ * hps_tx_ka_done() - completion of a keepalive probe
+ * @cq: the device CQ
+ * @wc: the work completion
+ *
+ * Context: softirq (CQ polling).
+ */
+void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_sock *hs = wc->qp->qp_context;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		hps_tx_error(hs, wc);
+		return;
+	}
+	clear_bit(HPS_F_KA_OUT, &hs->flags);
 }
 
 /**

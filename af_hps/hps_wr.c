@@ -8,8 +8,8 @@
  *
  * Every connection has @nrx receive buffers (its window: one credit each),
  * @ntx send buffers and HPS_NCTRL header-only control buffers. The QP's
- * queues have one more slot each for ib_drain_qp(), and the CQ reservation
- * counts them too.
+ * queues have one more slot each for ib_drain_qp(), the send queue one
+ * more for the keepalive probe, and the CQ reservation counts them too.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -132,8 +132,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 		.send_cq	= hs->dev->cq,
 		.recv_cq	= hs->dev->cq,
 		.cap = {
-			/* + drain; hps_zc_setup() adds zero copy's */
-			.max_send_wr	 = hs->ntx + HPS_NCTRL + 1,
+			/* + drain + probe; hps_zc_setup() adds zero copy's */
+			.max_send_wr	 = hs->ntx + HPS_NCTRL + 2,
 			.max_recv_wr	 = hs->nrx + 1,
 			.max_send_sge	 = 1,
 			.max_recv_sge	 = 1,
@@ -184,7 +184,7 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 		return -ENODEV;
 	/* The queues: see hps_qp_create() and hps_zc_setup(). */
 	err = hps_dev_reserve(dev, hs,
-			      hs->ntx + HPS_NCTRL + 1 + hs->nrx + 1 +
+			      hs->ntx + HPS_NCTRL + 2 + hs->nrx + 1 +
 			      (hs->zc_thresh ? HPS_ZC_SQ_EXTRA : 0));
 	if (err) {
 		hps_dev_put(dev);
@@ -326,6 +326,36 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 	if (!hs->rx_pending)
 		hs->rx_pending_data = 0;
 	return 0;
+}
+
+/**
+ * hps_wr_post_probe() - post a keepalive probe
+ * @hs: the connection; HPS_F_CONN_UP set, no probe in flight
+ *
+ * The probe is a zero-length RDMA WRITE: it needs no credit, consumes no
+ * receive buffer and touches no memory at the peer (a zero-length RDMA
+ * operation carries no valid address or key and none is checked), yet the
+ * peer's RDMA device must acknowledge it. Over InfiniBand and RoCE it
+ * completes when the peer's device has; if the peer is gone the
+ * transport's retries run out and it completes with an error. Over iWARP
+ * it completes once it has left this host, and a dead peer is found when
+ * the TCP connection underneath gives up retransmitting it.
+ *
+ * Context: hs->lock held.
+ * Return: 0 or -errno from the driver.
+ */
+int hps_wr_post_probe(struct hps_sock *hs)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe		= &hs->ka_cqe,
+			.opcode		= IB_WR_RDMA_WRITE,
+			.send_flags	= IB_SEND_SIGNALED,
+		},
+	};
+
+	lockdep_assert_held(&hs->lock);
+	return ib_post_send(hs->qp, &wr.wr, NULL);
 }
 
 /**

@@ -50,13 +50,14 @@ static const struct {
 } knobs[] = {
 	{ "credits", "2", "1025", "8", 16 },
 	{ "buf_size", "4095", "1048577", "8192", 65536 },
-	{ "ack_thresh", "0", "101", "25", 50 },
+	{ "ack_thresh", "0", "101", "50", 25 },
 	{ "inline_max", "-1", "1025", "0", 128 },
 	{ "zcopy_thresh", "-1", "1073741825", "1048576", 0 },
 	{ "rmem_default", "4095", "67108865", "131072", 1 << 20 },
 	{ "wmem_default", "4095", "67108865", "131072", 1 << 20 },
 	{ "zcopy_cache_bytes", "-1", "1073741825", "1048576", 64 << 20 },
 	{ "zcopy_cache_kmap", "-1", "2", "0", 1 },
+	{ "keepalive_ms", "-1", "3600001", "500", 10000 },
 };
 
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -168,7 +169,7 @@ TEST(cq_full_fails_new_connections_cleanly)
 		ASSERT_TRUE(0) TH_LOG("net.hps not present: is af_hps.ko loaded?");
 	oc = rd("credits");
 	ob = rd("buf_size");
-	/* 2 * (1024 + 1024 + 6) CQ entries per loopback pair */
+	/* 2 * (1024 + 1024 + 7) CQ entries per loopback pair */
 	ASSERT_EQ(0, wr("credits", "1024"));
 	ASSERT_EQ(0, wr("buf_size", "4096"));
 	for (n = 0; n < 64; n++) {

@@ -60,7 +60,8 @@ for t in hps_* final_*; do
 	if [ "$fail" != "$f0" ]; then
 		echo "=== $t failed: kernel log since it started, and hps_stat"
 		dmesg | tail -n +$((klog0 + 1)) | tail -n 40 | sed 's/^/# node1: /'
-		[ "$HPS_NODES" = 2 ] && hps-vm-peer dmesg |
+		# (bounded: final_peer_death reboots node 2)
+		[ "$HPS_NODES" = 2 ] && timeout 20 hps-vm-peer dmesg |
 			tail -n +$((klog0p + 1)) | tail -n 40 | sed 's/^/# node2: /'
 		tr '\n' ' ' </proc/net/hps_stat | sed 's/^/# hps_stat: /'
 		echo
