@@ -41,7 +41,7 @@ perf_bw_sizes_full="64 4096 65536 1048576"
 # other AF_HPS measurement; 0: small writes are combined).
 sweeps="credits 4,8,16*,32,64 pingpong:64,stream:1024,stream:65536
 buf_size 16384,65536*,262144 pingpong:64,stream:65536,stream:1048576
-ack_thresh 25,50*,100 pingpong:64,stream:1024,stream:65536
+ack_thresh 25*,50,100 pingpong:64,stream:1024,stream:65536
 inline_max 0,128*,1024 pingpong:64,pingpong:1024
 nodelay 1*,0 pingpong:64,stream:64,stream:1024
 zcopy_thresh 0*,262144 stream:1048576,stream:4194304"
