@@ -277,8 +277,10 @@ static int rdma_res(struct res *r)
  * reset by linger 0 instead. Afterwards every resource a connection takes
  * must be back where it was: the module's reference count (one per
  * socket), the device's QPs, MRs, cm_ids and CQs, the pinned bytes of the
- * zero-copy cache, and the unreclaimable slab within 4 MiB (noise from
- * the rest of the guest; a leak of 2 KiB per cycle would exceed it).
+ * zero-copy cache, and the unreclaimable slab within 8 MiB: over siw
+ * each connection leaves a TCP TIME_WAIT socket for 60 s (2.9 MB after
+ * 10,000 cycles in 20 s), and a leak of 1 KiB per cycle would still
+ * exceed it.
  */
 FIXTURE(cycles) {};
 FIXTURE_SETUP(cycles) {}
@@ -366,7 +368,7 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
 	EXPECT_EQ(r0.cm_id, r1.cm_id);
 	EXPECT_EQ(r0.cq, r1.cq);
 	EXPECT_EQ(pin0, pin1);
-	EXPECT_LT(slab1 - slab0, 4096);
+	EXPECT_LT(slab1 - slab0, 8192);
 }
 
 TEST_HARNESS_MAIN
