@@ -111,6 +111,13 @@ int hps_cm_create_id(struct sock *sk)
 		rdma_set_reuseaddr(id, 1);
 	sock_hold(sk);	/* put by hps_cm_destroy_id() */
 	hs->cm_id = id;
+	/*
+	 * A socket whose connection attempt failed may be bound, listen or
+	 * connect again: the new id starts with none of the old attempt's
+	 * flags. A stale HPS_F_ABORTED made close() skip the teardown of a
+	 * socket bound after a failed connect(), and leak it with its id.
+	 */
+	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
 	return 0;
 }
 

@@ -183,6 +183,89 @@ TEST(connect_errors)
 	munmap(bad, 4096);
 }
 
+static int module_refcnt(void)
+{
+	FILE *f = fopen("/sys/module/af_hps/refcnt", "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * A socket whose connect() failed may be bound, listen or connect again,
+ * as a TCP socket may, and is freed when closed. (Found by hps_fuzz: a
+ * socket bound after a failed connect() was never freed, and its cm_id
+ * then held up device removal for ever.)
+ */
+TEST(reuse_after_failed_connect)
+{
+	int ref0 = module_refcnt(), fd, l, a, port, lport, i;
+	struct sockaddr_in sin, none;
+	socklen_t len = sizeof(sin);
+	char msg[64], got[64];
+
+	ASSERT_GE(ref0, 0) TH_LOG("af_hps is not loaded");
+	hps_sin(&none, hps_env("HPS_SELF", "127.0.0.1"), hps_rand_port());
+
+	/* failed connect(), then bind(), then close() */
+	fd = hps_sock(_metadata);
+	NEED_HPS(fd);
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&none, sizeof(none)));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), 0);
+	EXPECT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		TH_LOG("bind after a failed connect: %s", strerror(errno));
+	EXPECT_EQ(0, close(fd));
+
+	/* failed connect(), then listen() and accept a connection */
+	fd = hps_sock(_metadata);
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&none, sizeof(none)));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	ASSERT_EQ(0, listen(fd, 4)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &len));
+	lport = ntohs(sin.sin_port);
+	a = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), lport);
+	ASSERT_GE(a, 0) TH_LOG("connect to the reused listener: %s",
+			       strerror(errno));
+	l = accept(fd, NULL, NULL);
+	ASSERT_GE(l, 0);
+	hps_fill_random(msg, sizeof(msg));
+	EXPECT_EQ(sizeof(msg), hps_write_all(a, msg, sizeof(msg)));
+	EXPECT_EQ(sizeof(got), hps_read_all(l, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	close(a);
+	close(l);
+	close(fd);
+
+	/* failed connect(), then connect() to a listener */
+	l = hps_listener(&port, 4);
+	ASSERT_GE(l, 0);
+	fd = hps_sock(_metadata);
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&none, sizeof(none)));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		TH_LOG("second connect: %s", strerror(errno));
+	a = accept(l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	EXPECT_EQ(sizeof(msg), hps_write_all(fd, msg, sizeof(msg)));
+	EXPECT_EQ(sizeof(got), hps_read_all(a, got, sizeof(got)));
+	EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	close(a);
+	close(fd);
+	close(l);
+
+	/* every one of them is freed */
+	for (i = 0; i < 200 && module_refcnt() != ref0; i++)
+		usleep(50000);
+	EXPECT_EQ(ref0, module_refcnt());
+}
+
 TEST(connect_unreachable)
 {
 	int fd = hps_sock(_metadata);
