@@ -677,7 +677,15 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	set_bit(HPS_F_CONN_UP, &chs->flags);
 	hps_hello_fill(chs, &hello);
 	hps_conn_param(&param, &hello);
+	/*
+	 * rdma_accept() wants the id's handler mutex, which its event
+	 * handler runs under; we are not in the handler (events come here
+	 * through connd), so take it. The handler only queues events and
+	 * never waits for connd, so holding it here cannot deadlock.
+	 */
+	rdma_lock_handler(id);
 	err = rdma_accept(id, &param);
+	rdma_unlock_handler(id);
 	if (err)
 		goto out_teardown;
 	set_bit(HPS_F_QP_READY, &chs->flags);
