@@ -24,7 +24,7 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules deps clean help run check check-vm lint checkpatch \
-	uapi-check sparse siw selftests vm-modules tools bench bench-full bench-sweep bench-zcopy
+	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
 all: modules
 
@@ -33,6 +33,7 @@ help:
 	@echo 'make deps       install and stage what everything else needs'
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      run every selftest in the VMs (rxe and siw, 1 and 2 nodes)'
+	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
 	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
@@ -77,6 +78,11 @@ run: vm-modules selftests
 
 check: vm-modules selftests
 	@$(TOP)/selftests/run_vm_tests.sh
+
+# The suite on a debug kernel (KASAN, lockdep, kmemleak, fault injection)
+# built from linux-source-6.1 and cached under build/debug-kernel.
+check-debug: deps tools
+	@$(TOP)/selftests/run_debug_tests.sh
 
 bench: vm-modules tools
 	@$(TOP)/tools/bench/bench.sh --quick

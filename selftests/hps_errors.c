@@ -261,9 +261,10 @@ TEST(reuse_after_failed_connect)
 	close(l);
 
 	/* every one of them is freed */
-	for (i = 0; i < 200 && module_refcnt() != ref0; i++)
+	/* (a socket an earlier test left closing may go meanwhile: <=) */
+	for (i = 0; i < 200 && module_refcnt() > ref0; i++)
 		usleep(50000);
-	EXPECT_EQ(ref0, module_refcnt());
+	EXPECT_LE(module_refcnt(), ref0);
 }
 
 TEST(connect_unreachable)

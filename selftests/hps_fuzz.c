@@ -135,6 +135,7 @@ static int errno_ok(int e)
 }
 
 static volatile int cur_op = -1;	/* for the watchdog's message */
+static int fail_mode;			/* HPS_FUZZ_FAIL: see below */
 
 static void on_alarm(int sig)
 {
@@ -346,7 +347,8 @@ static int one_call(int fd, int *unexpected, int *ret_ok)
 	}
 	if (r < 0 && !errno_ok(errno)) {
 		(*unexpected)++;
-		fprintf(stderr, "# op %d: unexpected errno %d (%s)\n", op, errno,
+		if (!fail_mode)
+			fprintf(stderr, "# op %d: unexpected errno %d (%s)\n", op, errno,
 			strerror(errno));
 	} else if (r >= 0) {
 		(*ret_ok)++;
@@ -393,7 +395,8 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	long iters = atol(hps_env("HPS_FUZZ_ITERS", "2000000"));
 	double limit = atof(hps_env("HPS_FUZZ_SECONDS", "30"));
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
-	int ref0 = module_refcnt(), unexpected = 0, ok = 0, l, i;
+	int ref0 = module_refcnt(), unexpected = 0, ok = 0, l, i, failfd = -1;
+	int fail = fail_mode = atoi(hps_env("HPS_FUZZ_FAIL", "0"));
 	double t0 = hps_now();
 	long n;
 
@@ -432,6 +435,18 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	for (i = 0; i < POOL; i++)
 		refill(i, l);
 
+	/*
+	 * HPS_FUZZ_FAIL=1 (make check-debug's debug_failslab.sh): from here
+	 * to the end of the calls this process's kernel allocations fail at
+	 * random (failslab and fail_page_alloc with task-filter). Nothing in
+	 * between touches a file system: the guest's root is 9p, which does
+	 * not survive its own allocations failing.
+	 */
+	if (fail) {
+		failfd = open("/proc/self/make-it-fail", O_WRONLY);
+		ASSERT_GE(failfd, 0);
+		ASSERT_EQ(1, write(failfd, "1", 1));
+	}
 	for (n = 0; n < iters && hps_now() - t0 < limit; n++) {
 		i = rnd() % POOL;
 		alarm(60);
@@ -453,10 +468,14 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 				close(a);
 		}
 	}
-	TH_LOG("%ld calls in %.1f s, %d succeeded, %d unexpected errnos",
-	       n, hps_now() - t0, ok, unexpected);
+	while (fail && pwrite(failfd, "0", 1, 0) != 1)
+		;
+	TH_LOG("%ld calls in %.1f s, %d succeeded, %d unexpected errnos%s",
+	       n, hps_now() - t0, ok, unexpected,
+	       fail ? " (allocations failing: not counted)" : "");
 	EXPECT_GE(n, 1000) TH_LOG("too few calls to mean anything");
-	EXPECT_EQ(0, unexpected);
+	if (!fail)
+		EXPECT_EQ(0, unexpected);
 
 	for (i = 0; i < POOL; i++)
 		if (pool[i] >= 0)
@@ -467,9 +486,10 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	 * for the pool (closed with linger 0), within the FIN timeout (60 s)
 	 * for accepted sockets closed gracefully whose peer never read.
 	 */
-	for (i = 0; i < 900 && module_refcnt() != ref0; i++)
+	/* (a socket an earlier test left closing may go meanwhile: <=) */
+	for (i = 0; i < 900 && module_refcnt() > ref0; i++)
 		usleep(100000);
-	EXPECT_EQ(ref0, module_refcnt()) {
+	EXPECT_LE(module_refcnt(), ref0) {
 		TH_LOG("sockets left after %.1f s", i / 10.0);
 		system("cat /proc/net/hps_stat >&2");
 	}

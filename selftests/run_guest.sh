@@ -3,7 +3,8 @@
 #
 # Run inside an hps-vm guest (node 1): every selftest program (hps_*) and
 # shell test (hps_*.sh) in this directory, in order, each under a timeout,
-# then the destructive ones (final_*.sh: they remove the RDMA device).
+# then, on the debug kernel of make check-debug, debug_*, and last the
+# destructive ones (final_*: they remove the RDMA device or kill node 2).
 # Prints their output and writes the summed counts ("pass fail skip") to
 # the file named by $1 (in the project tree, which the host reads back).
 set -u
@@ -24,7 +25,8 @@ for c in hps_*.c; do
 		fail=$((fail + 1))
 	fi
 done
-for t in hps_* final_*; do
+# debug_*: only on make check-debug's kernel (fault injection)
+for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	case $t in *.c|*.h|*.o) continue ;; esac
 	[ -x "$t" ] || continue
 	if [ -n "$filter" ] && ! echo " $filter " | grep -qE " (${t%.sh}|$t) "; then

@@ -52,7 +52,7 @@ printf '\n##### [%s] test bed self-checks\n' "$(date +%T)"
 tb() {
 	local name=$1 want=$2 got
 	shift 2
-	HPS_VM_QUIET=1 "$vm" run --timeout 120 "$@" >/dev/null 2>&1
+	HPS_VM_QUIET=1 "$vm" run --timeout "${HPS_TB_TIMEOUT:-120}" "$@" >/dev/null 2>&1
 	got=$?
 	if [ "$got" = "$want" ]; then
 		echo "ok - $name (status $got)"

@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check-debug: the selftest suite on a debug kernel (KASAN, lockdep,
+# kmemleak, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS, failslab, fail_page_alloc)
+# built from Debian's linux-source-6.1 by tools/vm/debug-kernel.sh, plus
+# the allocation-failure test (hps_failslab.sh, which only runs there).
+# Any KASAN, lockdep, kmemleak, DEBUG_OBJECTS or WARN report fails a run
+# (tools/vm/hps-vm). See Documentation/reliability.rst.
+#
+# The modules (af_hps.ko, hps_kfs.ko, the test modules) are built for that
+# kernel in a copy of the tree, build/debug-kernel/tree, so the tree's own
+# modules stay built for Debian's kernel. HPS_CONFIGS and HPS_TESTS narrow
+# the run as for make check.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build
+say() { printf 'check-debug: %s\n' "$*"; }
+
+t0=$(date +%s)
+release=$("$top/tools/vm/debug-kernel.sh") || exit 1
+say "kernel $release (built in $(cat "$build/debug-kernel/build-seconds") s)"
+obj=$build/debug-kernel/obj
+tree=$build/debug-kernel/tree
+
+say "copying the tree to $tree and building its modules for $release"
+mkdir -p "$tree"
+# Sources only: no build products, no git, no build/ (shared by symlink).
+tar -C "$top" --exclude=./build --exclude=./.git --exclude='*.ko' \
+	--exclude='*.o' --exclude='*.mod*' --exclude='.*.cmd' -cf - . |
+	tar -C "$tree" -xf - || exit 1
+ln -sfn "$build" "$tree/build"
+# The kselftest harness's per-test timeouts (30 s unless a test says
+# otherwise) are for Debian's kernel; this one runs several times slower
+# under TCG. The selftests of the copy are built against a copy of the
+# harness taken from the same linux-source-6.1 whose alarm() is ten
+# times as long.
+ksft=$build/debug-kernel/ksft
+mkdir -p "$ksft"
+cp "$build/linux-source/tools/testing/selftests/kselftest.h" "$ksft/"
+sed 's/alarm(t->timeout);/alarm(t->timeout * 10);/' \
+	"$build/linux-source/tools/testing/selftests/kselftest_harness.h" \
+	>"$ksft/kselftest_harness.h"
+grep -q 'alarm(t->timeout \* 10)' "$ksft/kselftest_harness.h" || {
+	say "cannot scale the harness's timeouts"
+	exit 1
+}
+for f in "$tree"/selftests/hps_* "$tree"/selftests/final_* \
+	 "$tree"/selftests/peer_*; do
+	case $f in *.c|*.h|*.sh) ;; *) rm -f "$f" ;; esac	# rebuilt below
+done
+make -s -C "$tree" VM_KDIR="$obj" KDIR="$obj" KSFT="$ksft" vm-modules selftests \
+	>"$build/debug-kernel/modules.log" 2>&1 || {
+	tail -n 30 "$build/debug-kernel/modules.log"
+	say "building the modules for $release failed"
+	exit 1
+}
+say "ready after $(($(date +%s) - t0)) s"
+
+# Everything is slower under KASAN and lockdep: a longer leash per test
+# program and per configuration.
+export HPS_VM_KERNEL=$build/debug-kernel/root
+export HPS_TEST_TIMEOUT=${HPS_TEST_TIMEOUT:-2400}
+export HPS_CHECK_TIMEOUT=${HPS_CHECK_TIMEOUT:-10800}
+export HPS_TB_TIMEOUT=${HPS_TB_TIMEOUT:-600}
+export HPS_DEBUG_KERNEL=1
+"$tree/selftests/run_vm_tests.sh"
+rc=$?
+echo "make check-debug took $(($(date +%s) - t0))s in all"
+exit $rc
