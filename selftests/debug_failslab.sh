@@ -136,9 +136,8 @@ phase2() {
 }
 
 freed() {
-	local i
-	for i in $(seq 900); do
-		[ "$(refcnt)" = "$ref0" ] && return 0
+	for _ in $(seq 900); do
+		[ "$(refcnt)" -le "$ref0" ] && return 0
 		sleep 0.1
 	done
 	echo "# af_hps reference count $(refcnt), was $ref0"
