@@ -230,8 +230,18 @@ void hps_wr_teardown(struct hps_sock *hs)
 	clear_bit(HPS_F_CONN_UP, &hs->flags);	/* no more posting */
 	spin_unlock_bh(&hs->lock);
 
+	/*
+	 * Receives are posted as soon as the QP exists (INIT), before the
+	 * connection is up: if it never came up (rejected, failed, aborted),
+	 * flush them too, or a driver that flushes them when the QP is
+	 * destroyed (siw) completes them after the QP and buffers are gone
+	 * (KASAN saw hps_recv_done() read a freed receive buffer). Nothing is
+	 * on the send queue before the connection is up.
+	 */
 	if (hs->qp && test_bit(HPS_F_QP_READY, &hs->flags))
 		ib_drain_qp(hs->qp);
+	else if (hs->qp)
+		ib_drain_rq(hs->qp);
 	hps_zc_teardown(hs);	/* every completion has run */
 	if (hs->dev)
 		hps_bufs_unmap(hs);
