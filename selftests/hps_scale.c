@@ -296,10 +296,14 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
 	double t0;
 	int l, port, i;
 
-	/* let earlier tests' connections finish closing */
-	for (i = 0; i < 100; i++) {
+	/*
+	 * Let earlier tests' connections finish closing: a graceful close
+	 * whose FIN is not taken may take HPS_FIN_TIMEOUT (60 s), a close
+	 * during siw's rdma_connect() TCP's connect timeout (about 130 s).
+	 */
+	for (i = 0; i < 1800; i++) {
 		ASSERT_EQ(0, rdma_res(&r0));
-		if (!r0.qp)
+		if (!r0.qp && !r0.cm_id)
 			break;
 		usleep(100000);
 	}
@@ -352,8 +356,8 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
 	for (i = 0; i < 300; i++) {
 		ref1 = module_refcnt();
 		ASSERT_EQ(0, rdma_res(&r1));
-		if (ref1 == ref0 && r1.qp == r0.qp && r1.mr == r0.mr &&
-		    r1.cm_id == r0.cm_id)
+		if (ref1 <= ref0 && r1.qp <= r0.qp && r1.mr <= r0.mr &&
+		    r1.cm_id <= r0.cm_id)
 			break;
 		usleep(100000);
 	}
@@ -362,10 +366,15 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
 	TH_LOG("module refs %ld -> %ld, qp %ld -> %ld, mr %ld -> %ld, cm_id %ld -> %ld, cq %ld -> %ld, pinned %ld -> %ld, SUnreclaim %ld -> %ld kB",
 	       ref0, ref1, r0.qp, r1.qp, r0.mr, r1.mr, r0.cm_id, r1.cm_id,
 	       r0.cq, r1.cq, pin0, pin1, slab0, slab1);
-	EXPECT_EQ(ref0, ref1);
-	EXPECT_EQ(r0.qp, r1.qp);
-	EXPECT_EQ(r0.mr, r1.mr);
-	EXPECT_EQ(r0.cm_id, r1.cm_id);
+	/*
+	 * Not above the start: what an earlier test still had may have gone
+	 * meanwhile (seen once in make check over siw: a QP and cm_id that
+	 * were still there after 10 s went during the cycles).
+	 */
+	EXPECT_LE(ref1, ref0);
+	EXPECT_LE(r1.qp, r0.qp);
+	EXPECT_LE(r1.mr, r0.mr);
+	EXPECT_LE(r1.cm_id, r0.cm_id);
 	EXPECT_EQ(r0.cq, r1.cq);
 	EXPECT_EQ(pin0, pin1);
 	EXPECT_LT(slab1 - slab0, 8192);
