@@ -183,19 +183,6 @@ TEST(connect_errors)
 	munmap(bad, 4096);
 }
 
-static int module_refcnt(void)
-{
-	FILE *f = fopen("/sys/module/af_hps/refcnt", "r");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 /*
  * A socket whose connect() failed may be bound, listen or connect again,
  * as a TCP socket may, and is freed when closed. (Found by hps_fuzz: a
@@ -204,7 +191,8 @@ static int module_refcnt(void)
  */
 TEST(reuse_after_failed_connect)
 {
-	int ref0 = module_refcnt(), fd, l, a, port, lport, i;
+	long ref0 = hps_module_refcnt();
+	int fd, l, a, port, lport, i;
 	struct sockaddr_in sin, none;
 	socklen_t len = sizeof(sin);
 	char msg[64], got[64];
@@ -262,9 +250,9 @@ TEST(reuse_after_failed_connect)
 
 	/* every one of them is freed */
 	/* (a socket an earlier test left closing may go meanwhile: <=) */
-	for (i = 0; i < 200 && module_refcnt() > ref0; i++)
+	for (i = 0; i < 200 && hps_module_refcnt() > ref0; i++)
 		usleep(50000);
-	EXPECT_LE(module_refcnt(), ref0);
+	EXPECT_LE(hps_module_refcnt(), ref0);
 }
 
 TEST(connect_unreachable)

@@ -356,19 +356,6 @@ static int one_call(int fd, int *unexpected, int *ret_ok)
 	return r;
 }
 
-static int module_refcnt(void)
-{
-	FILE *f = fopen("/sys/module/af_hps/refcnt", "r");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static int still_works(void)
 {
 	static char tx[300000], rx[sizeof(tx)];
@@ -395,7 +382,8 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	long iters = atol(hps_env("HPS_FUZZ_ITERS", "2000000"));
 	double limit = atof(hps_env("HPS_FUZZ_SECONDS", "30"));
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
-	int ref0 = module_refcnt(), unexpected = 0, ok = 0, l, i, failfd = -1;
+	long ref0 = hps_module_refcnt();
+	int unexpected = 0, ok = 0, l, i, failfd = -1;
 	int fail = fail_mode = atoi(hps_env("HPS_FUZZ_FAIL", "0"));
 	double t0 = hps_now();
 	long n;
@@ -489,9 +477,9 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	 * so a connect to a random one waits for SYN retries).
 	 */
 	/* (a socket an earlier test left closing may go meanwhile: <=) */
-	for (i = 0; i < 1800 && module_refcnt() > ref0; i++)
+	for (i = 0; i < 1800 && hps_module_refcnt() > ref0; i++)
 		usleep(100000);
-	EXPECT_LE(module_refcnt(), ref0) {
+	EXPECT_LE(hps_module_refcnt(), ref0) {
 		TH_LOG("sockets left after %.1f s", i / 10.0);
 		system("cat /proc/net/hps_stat >&2");
 	}

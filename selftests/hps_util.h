@@ -168,6 +168,20 @@ static inline ssize_t hps_read_all(int fd, void *buf, size_t n)
 	return done;
 }
 
+/* /sys/module/af_hps/refcnt: one per socket (and dependent module); -1 */
+static inline long hps_module_refcnt(void)
+{
+	FILE *f = fopen("/sys/module/af_hps/refcnt", "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 static inline double hps_now(void)
 {
 	struct timespec ts;
