@@ -9,7 +9,8 @@
  * and reads the server's 8-byte checksum of what it received; both ends
  * print bytes, seconds, MB/s and the checksum (64-bit FNV-1a), and the
  * client exits 1 if the checksums differ. With --echo the server sends
- * everything back and the client checks the returned stream as well.
+ * everything back and the client checks the returned stream as well: its
+ * checksum and length must equal what was sent (exit 1 if not).
  * The server serves --count connections (default 1; 0: for ever).
  */
 #ifndef _GNU_SOURCE
@@ -91,7 +92,11 @@ static int write_all(int fd, const void *buf, size_t n)
 
 struct echo_ctx {
 	int fd;
-	int err;
+	uint64_t total;		/* bytes sent, to come back */
+	uint64_t got;		/* bytes of them that came back */
+	uint64_t sum;		/* their checksum */
+	uint64_t peer_sum;	/* the server's checksum, after them */
+	int err;		/* errno of a failed recv(); -1: EOF too early */
 };
 
 static void report(const char *who, uint64_t bytes, double secs, uint64_t sum)
@@ -136,21 +141,44 @@ static int serve_one(int c, int echo)
 	return 0;
 }
 
+/*
+ * The echoed stream: the total bytes sent, then the server's 8-byte
+ * checksum of what it received, then EOF.
+ */
 static void *echo_reader(void *arg)
 {
 	struct echo_ctx *e = arg;
 	unsigned char *buf = malloc(CHUNK);
-	uint64_t sum = FNV_INIT, got = 0;
+	uint64_t tail = 0, want = e->total + sizeof(e->peer_sum);
 	ssize_t n;
 
-	/* Only used to drain echoed data; the checksum comes at the end. */
-	(void)sum;
-	for (;;) {
+	e->sum = FNV_INIT;
+	e->got = 0;
+	e->err = 0;
+	while (e->got + tail < want) {
 		n = recv(e->fd, buf, CHUNK, 0);
-		if (n <= 0)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e->err = n ? errno : -1;
 			break;
-		got += n;
+		}
+		if (e->got + n > e->total) {
+			size_t data = e->total - e->got;
+			size_t more = n - data;
+
+			if (tail + more > sizeof(e->peer_sum)) {
+				e->err = -2;	/* more than was sent */
+				break;
+			}
+			memcpy((char *)&e->peer_sum + tail, buf + data, more);
+			tail += more;
+			n = data;
+		}
+		e->sum = fnv(e->sum, buf, n);
+		e->got += n;
 	}
+	e->peer_sum = be64toh(e->peer_sum);
 	free(buf);
 	return NULL;
 }
@@ -188,6 +216,7 @@ static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
 	}
 	rng_state ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
 	e.fd = fd;
+	e.total = total;
 	if (echo)
 		pthread_create(&t, NULL, echo_reader, &e);
 	t0 = now();
@@ -205,6 +234,20 @@ static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
 	shutdown(fd, SHUT_WR);
 	if (echo) {
 		pthread_join(t, NULL);
+		if (e.err) {
+			fprintf(stderr, "echo: %llu of %llu bytes back, then %s\n",
+				(unsigned long long)e.got,
+				(unsigned long long)total,
+				e.err == -1 ? "EOF" : e.err == -2 ?
+				"more than was sent" : strerror(e.err));
+			return e.err == -2 ? 1 : 2;
+		}
+		peer_sum = e.peer_sum;
+		if (e.sum != sum) {
+			fprintf(stderr, "echo: checksum mismatch: %016llx back\n",
+				(unsigned long long)e.sum);
+			return 1;
+		}
 	} else {
 		size_t got = 0;
 
@@ -223,13 +266,13 @@ static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
 	report("client", sent, now() - t0, sum);
 	close(fd);
 	free(buf);
-	if (!echo && peer_sum != sum) {
+	if (peer_sum != sum) {
 		fprintf(stderr, "checksum mismatch: server %016llx\n",
 			(unsigned long long)peer_sum);
 		return 1;
 	}
-	if (!echo)
-		printf("checksums match\n");
+	printf(echo ? "checksums match (server's and echo's)\n" :
+	       "checksums match\n");
 	return 0;
 }
 
