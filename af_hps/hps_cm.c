@@ -879,10 +879,25 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 			hps_child_established(hs);
 		}
 		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		/*
+		 * On a connection that is up, this is rdma_cm's neighbour
+		 * watch (6.1: cma_netevent_callback()): the peer's IP
+		 * neighbour entry failed, as it does a few seconds into
+		 * any link outage (ARP gets no answer). The QP still works
+		 * and its retries decide: a peer really gone ends it with
+		 * a retry error (ETIMEDOUT), a link back in time costs
+		 * nothing. Aborting here broke every connection on a 4 s
+		 * link flap (reliability.rst, "Link down").
+		 */
+		if (test_bit(HPS_F_WAS_CONN, &hs->flags)) {
+			pr_debug("peer's neighbour entry failed: left to the transport\n");
+			break;
+		}
+		fallthrough;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
 		pr_debug("connect failed: %s, status %d\n",

@@ -227,6 +227,14 @@ static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
 		sum = fnv(sum, buf, n);
 		if (write_all(fd, buf, n)) {
 			perror("send");
+			if (echo) {
+				/* the reader may have seen why first */
+				shutdown(fd, SHUT_RDWR);
+				pthread_join(t, NULL);
+				if (e.err > 0)
+					fprintf(stderr, "echo: recv: %s\n",
+						strerror(e.err));
+			}
 			return 2;
 		}
 		sent += n;

@@ -1,0 +1,249 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The link goes down and comes back (Documentation/reliability.rst, "Link
+# down"). A checked echo transfer (tools/hps_xfer --echo: the echoed stream
+# and the server's checksum both compared) runs from node 1 to the peer
+# (node 2, or node 1 itself on one node) while
+#
+#  1. node 1 loses its link (carrier) for 4 s, as with a pulled cable: the
+#     transfer pauses and finishes intact;
+#  2. node 2 loses its link for 4 s: the same (two nodes);
+#  3. the link stays down (40 s, longer than the transport's retries): the
+#     transfer fails with ETIMEDOUT or ECONNRESET before the link is back,
+#     the server's end fails too, nothing hangs (two nodes);
+#  4. node 1's interface is set down administratively for 4 s (ip link set
+#     down, then up): over siw the connection is reset at once (siw drops
+#     every connection of a device whose interface is going down); over rxe
+#     the transfer goes on, or fails with a local QP error where rxe found
+#     no route for a send, and rxe's own QP1 may be dead afterwards (a bug
+#     of rxe's: rdma_cm connections time out for every user, rping too), so
+#     the device is re-created, as a user would;
+#
+# and after each, a new connection carries 8 MiB intact, and IPv6 works at
+# the end.
+#
+# Link changes come from hps-vm-link (QEMU's set_link on two nodes, timed
+# by the host; the dummy's carrier on one). Over siw, tcp_retries2 is 5 for the test
+# (iWARP's retries are TCP's; reliability.rst, "Timeouts").
+set -u
+cd "$(dirname "$0")/.." || exit 1
+xfer=./tools/hps_xfer
+port=$((20000 + RANDOM % 20000))
+n=0 pass=0 fail=0 skip=0
+nodes=${HPS_NODES:-1}
+log=$(mktemp -d)
+
+echo "TAP version 13"
+echo "1..8"
+result() {	# result RC NAME: RC 0 ok, 77 skip (NAME has the reason), else not ok
+	n=$((n + 1))
+	case $1 in
+	0) pass=$((pass + 1)); echo "ok $n $2" ;;
+	77) skip=$((skip + 1)); echo "ok $n $2 # SKIP" ;;
+	*) fail=$((fail + 1)); echo "not ok $n $2" ;;
+	esac
+}
+now() { date +%s.%N | cut -c1-14; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+if [ "$HPS_RDMA" = siw ]; then
+	r2=$(cat /proc/sys/net/ipv4/tcp_retries2)
+	echo 5 >/proc/sys/net/ipv4/tcp_retries2
+	[ "$nodes" = 2 ] && hps-vm-peer sh -c 'echo 5 >/proc/sys/net/ipv4/tcp_retries2'
+fi
+restore() {
+	hps-vm-link 1 up 2>/dev/null
+	[ "$nodes" = 2 ] && hps-vm-link 2 up 2>/dev/null
+	ip link set dev "$HPS_IFNAME" up
+	if [ -n "${r2:-}" ]; then
+		echo "$r2" >/proc/sys/net/ipv4/tcp_retries2
+		[ "$nodes" = 2 ] &&
+			hps-vm-peer sh -c "echo $r2 >/proc/sys/net/ipv4/tcp_retries2"
+	fi
+	rm -rf "$log"
+}
+trap restore EXIT
+
+# start BYTES: an echo server on the peer and a client here, in the
+# background; sets $job (the server) and $cli (the client's pid).
+start() {
+	port=$((port + 1))
+	job=$(hps-vm-peer --bg ./tools/hps_xfer -l "$HPS_PEER" "$port" --echo)
+	hps-vm-peer hps-vm-wait-listen "$port" 30 >/dev/null 2>&1
+	$xfer -c "$HPS_PEER" "$port" -n "$1" --echo >"$log/cli" 2>&1 &
+	cli=$!
+}
+
+# finish LIMIT: wait up to LIMIT s for the client, then for the server;
+# sets cli_rc and srv_rc (124: still running, killed); returns 0 only if
+# both finished well (the client found everything intact).
+finish() {
+	local end=$((SECONDS + $1))
+	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 0.2
+	done
+	if kill -0 "$cli" 2>/dev/null; then
+		echo "# the client still runs after $1 s"
+		kill -9 "$cli"
+		wait "$cli"
+		cli_rc=124
+	else
+		wait "$cli"
+		cli_rc=$?
+	fi
+	sed 's/^/# client: /' "$log/cli"
+	hps-vm-peer --wait "$job" "$1" >"$log/srv"
+	srv_rc=$?
+	[ "$srv_rc" = 124 ] && hps-vm-peer --kill "$job"
+	sed 's/^/# server: /' "$log/srv"
+	[ "$cli_rc" = 0 ] && [ "$srv_rc" = 0 ]
+}
+
+# failed_with LIMIT PATTERN: the connection failed, which is neither a hang
+# nor a corruption: the client gave up (status 2) with PATTERN, and the
+# server's end failed too (status 1 or 2), both within LIMIT s.
+failed_with() {
+	finish "$1"
+	[ "$cli_rc" = 2 ] ||
+		{ echo "# expected a failed connection, client status $cli_rc"; return 1; }
+	grep -Eq "$2" "$log/cli" ||
+		{ echo "# expected /$2/ from the client"; return 1; }
+	case $srv_rc in
+	1|2) return 0 ;;
+	*) echo "# expected the server to fail, status $srv_rc"; return 1 ;;
+	esac
+}
+
+link_wait_active() {
+	for _ in $(seq 100); do
+		rdma link show "$HPS_IBDEV/1" | grep -q 'state ACTIVE' && return 0
+		sleep 0.1
+	done
+	echo "# $HPS_IBDEV/1 not ACTIVE 10 s after the link came back"
+	return 1
+}
+
+# The outage must fall inside the transfer: sized from a first transfer's
+# rate to last 2 s before the outage and 8 s after it (one node moves
+# hundreds of MB/s, two nodes a few), and checked: the client must still
+# run when the link comes back.
+rate() {	# rate: MB/s of an 8 MiB echo transfer, 0 if it failed
+	start 33554432 >&2
+	if finish 120 >&2; then
+		sed -n 's/^client: .* s, \([0-9]*\)\.[0-9]* MB\/s.*/\1/p' "$log/cli"
+	else
+		echo 0
+	fi
+}
+alive() {	# alive WHEN: the client still runs
+	kill -0 "$cli" 2>/dev/null && return 0
+	echo "# the transfer ended before $1: the outage was not inside it"
+	return 1
+}
+
+# a new connection works (the link is back)
+after() {
+	link_wait_active || { result 1 "$1"; return; }
+	start 8388608
+	finish 120
+	result $? "$1"
+}
+
+mbs=$(rate)
+[ "${mbs:-0}" -gt 0 ] || mbs=1
+size=$((mbs * 1000000 * 12))
+echo "# $mbs MB/s: transfers of $size bytes"
+
+# 1, 2: a 4 s carrier loss on one node, 2 s into a transfer
+for who in 1 2; do
+	name="carrier loss on node $who for 4 s: the transfer pauses and ends intact"
+	if [ "$who" -gt "$nodes" ]; then
+		result 77 "$name (one node)"
+		continue
+	fi
+	start "$size"
+	sleep 2
+	alive "the link went down" || { finish 240; result 1 "$name"; continue; }
+	out=$(hps-vm-link "$who" flap 4) || { result 1 "$name"; continue; }
+	echo "# $out"
+	alive "the link came back"
+	inside=$?
+	finish 240 && [ "$inside" = 0 ]
+	result $? "$name"
+	[ "$who" = 1 ] && after "a new connection works after node 1's carrier came back"
+done
+
+# 3: the link stays down longer than the transport retries
+name="a link down for 40 s: the transfer fails with ETIMEDOUT or ECONNRESET, both ends"
+if [ "$nodes" = 1 ]; then
+	result 77 "$name (one node: the loopback needs no link)"
+	result 77 "a new connection works after a long outage (one node)"
+else
+	start $((size * 100))
+	sleep 2
+	t0=$(now)
+	hps-vm-link 1 down
+	alive "the link went down"
+	inside=$?
+	end=$((SECONDS + 40))
+	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 0.2
+	done
+	kill -0 "$cli" 2>/dev/null && gone=no || gone=$(since "$t0")
+	echo "# the client ended $gone s after the link went down"
+	hps-vm-link 1 up
+	rc=1
+	[ "$gone" != no ] && failed_with 60 'timed out|reset by peer' &&
+		[ "$inside" = 0 ] && rc=0
+	result $rc "$name"
+	after "a new connection works after a long outage"
+fi
+
+# 4: the interface is set down (administratively) for 4 s
+name="ip link set down for 4 s"
+start "$size"
+sleep 2
+alive "the interface went down"
+inside=$?
+t0=$(now)
+ip link set dev "$HPS_IFNAME" down
+sleep 4
+ip link set dev "$HPS_IFNAME" up
+echo "# $HPS_IFNAME down for $(since "$t0") s"
+# IPv6 drops the interface's addresses when it goes down
+ip -6 addr add "$HPS_SELF6/64" dev "$HPS_IFNAME" nodad 2>/dev/null
+if [ "$HPS_RDMA" = siw ]; then
+	failed_with 60 'reset by peer|Connection abort' && [ "$inside" = 0 ]
+	result $? "$name: siw resets the connection"
+else
+	# rxe: the transfer goes on, or fails where rxe could not route a
+	# send (a local QP error); never a hang, never bad data.
+	finish 240
+	case $cli_rc in
+	0) echo "# the transfer went on" ;;
+	2) echo "# the transfer failed" ;;
+	esac
+	[ "$inside" = 0 ] && { [ "$cli_rc" = 0 ] || [ "$cli_rc" = 2 ]; } &&
+		{ [ "$cli_rc" = 0 ] || [ "$srv_rc" != 124 ]; }
+	result $? "$name: the transfer ends intact or fails, within bounds"
+	# rxe's own QP1 may be dead now (rdma_cm's messages, for every
+	# rdma_cm user, reliability.rst "Link down"): re-create the device.
+	rdma link delete "$HPS_IBDEV" &&
+		rdma link add "$HPS_IBDEV" type rxe netdev "$HPS_IFNAME" ||
+		echo "# cannot re-create $HPS_IBDEV"
+fi
+after "a new connection works after the interface came back up"
+start_peer6() {
+	port=$((port + 1))
+	job=$(hps-vm-peer --bg ./tools/hps_xfer -l "$HPS_PEER6" "$port" --echo)
+	hps-vm-peer hps-vm-wait-listen "$port" 30 >/dev/null 2>&1
+	$xfer -c "$HPS_PEER6" "$port" -n 1048576 --echo >"$log/cli" 2>&1 &
+	cli=$!
+}
+start_peer6
+finish 120
+result $? "IPv6 works after the interface came back up"
+
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
+[ "$fail" = 0 ]
