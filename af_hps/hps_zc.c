@@ -423,8 +423,19 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	maxpages = min_t(u32, HPS_ZC_PAGES,
 			 ibdev->attrs.max_fast_reg_page_list_len);
 	if (!hs->zc_mr) {
+		/*
+		 * One page more than is ever registered, where the device
+		 * allows it: rxe as in Debian's 6.1 (before its page map
+		 * became an xarray) reads one entry past the map of an MR
+		 * when an RDMA Read ends exactly at the end of a full block
+		 * of 256 pages (rxe_mr_copy(); KASAN slab-out-of-bounds,
+		 * Documentation/zcopy.rst). Unused, the extra entry costs
+		 * nothing on the wire.
+		 */
+		u32 mrpages = min_t(u32, maxpages + 1,
+				    ibdev->attrs.max_fast_reg_page_list_len);
 		struct ib_mr *mr = ib_alloc_mr(hs->dev->pd, IB_MR_TYPE_MEM_REG,
-					       maxpages);
+					       mrpages);
 
 		if (IS_ERR(mr))
 			return 0;
