@@ -148,6 +148,8 @@ struct hps_hdr {
 #define HPS_REG_HASH_BITS	7
 #define HPS_KA_DEFAULT_MS	10000	/* keepalive_ms: idle before a probe */
 #define HPS_KA_MAX_MS		3600000
+#define HPS_KA_PROBES_DEFAULT	9	/* keepalive_probes, as TCP's */
+#define HPS_KA_PROBES_MAX	127
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -274,7 +276,10 @@ enum {
  * @ka_cqe: completion of the keepalive probe (hps_tx_ka_done())
  * @ka_intv: keepalive_ms of the connection, in jiffies (0: off); set
  *	     before the connection is up, constant after
- * @rx_stamp: jiffies of the last message received (WRITE_ONCE() under
+ * @ka_limit: silence after which the keepalive gives up, in jiffies:
+ *	      @ka_intv times (1 + keepalive_probes); set with @ka_intv
+ * @rx_stamp: jiffies of the last sign of life from the peer, a message
+ *	      received or a probe it acknowledged (WRITE_ONCE() under
  *	      @lock, read locklessly by the keepalive timer)
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nudges: first messages repeated so far
@@ -345,6 +350,7 @@ struct hps_sock {
 	struct timer_list	ka_timer;
 	struct ib_cqe		ka_cqe;
 	unsigned long		ka_intv;
+	unsigned long		ka_limit;
 	unsigned long		rx_stamp;
 
 	spinlock_t		lock;		/* see @lock above */
@@ -591,6 +597,7 @@ struct hps_net {
 	unsigned int		zcopy_cache_bytes;
 	unsigned int		zcopy_cache_kmap;
 	unsigned int		keepalive_ms;
+	unsigned int		keepalive_probes;
 	struct hps_reg_cache	reg;
 };
 

@@ -146,6 +146,7 @@ static void hps_conn_params(struct hps_sock *hs)
 			       HPS_INLINE_MAX);
 	hs->msg_max = buf_size - HPS_HDR_LEN;
 	hs->ka_intv = msecs_to_jiffies(READ_ONCE(hn->keepalive_ms));
+	hs->ka_limit = hs->ka_intv * (1 + READ_ONCE(hn->keepalive_probes));
 
 	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
 	hs->rx_queued = 0;

@@ -26,6 +26,7 @@ static unsigned int hps_inline_max = HPS_INLINE_MAX;
 static unsigned int hps_zc_thresh_max = HPS_ZC_THRESH_MAX;
 static unsigned int hps_reg_cache_max = HPS_REG_CACHE_MAX;
 static unsigned int hps_ka_max = HPS_KA_MAX_MS;
+static unsigned int hps_ka_probes_max = HPS_KA_PROBES_MAX;
 static int hps_mem_min = 4096;
 static int hps_mem_max = 64 << 20;
 
@@ -110,6 +111,14 @@ static const struct ctl_table hps_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &hps_ka_max,
 	},
+	{
+		.procname	= "keepalive_probes",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &hps_ka_probes_max,
+	},
 	{ }	/* sentinel */
 };
 
@@ -140,6 +149,7 @@ static int __net_init hps_net_init(struct net *net)
 	hn->zcopy_cache_bytes = HPS_REG_CACHE_DEFAULT;
 	hn->zcopy_cache_kmap = 1;
 	hn->keepalive_ms = HPS_KA_DEFAULT_MS;
+	hn->keepalive_probes = HPS_KA_PROBES_DEFAULT;
 	hps_reg_cache_init(&hn->reg);
 
 	table = kmemdup(hps_sysctl_template, sizeof(hps_sysctl_template),
@@ -156,6 +166,7 @@ static int __net_init hps_net_init(struct net *net)
 	table[7].data = &hn->zcopy_cache_bytes;
 	table[8].data = &hn->zcopy_cache_kmap;
 	table[9].data = &hn->keepalive_ms;
+	table[10].data = &hn->keepalive_probes;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
 	if (!hn->hdr) {

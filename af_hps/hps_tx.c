@@ -247,12 +247,16 @@ void hps_tx_ka_start(struct hps_sock *hs)
  * hps_tx_keepalive() - probe a peer that has been silent
  * @t: hs->ka_timer
  *
- * When nothing has arrived from the peer for keepalive_ms, send a probe
- * (hps_wr_post_probe()) unless one is still in flight, and look again
- * keepalive_ms later. A probe that fails aborts the connection, so that
- * calls blocked on a connection whose peer died return (ETIMEDOUT) instead
- * of waiting for ever: see Documentation/reliability.rst. A probe is never
- * the first message of the passive side (iWARP rule).
+ * When the peer has given no sign of life (no message, no acknowledged
+ * probe) for keepalive_ms, send a probe (hps_wr_post_probe()) unless one
+ * is still in flight, and look again keepalive_ms later. A probe that
+ * fails aborts the connection, so that calls blocked on a connection whose
+ * peer died return (ETIMEDOUT) instead of waiting for ever: see
+ * Documentation/reliability.rst. The transport normally decides that
+ * within seconds; should it never complete the probe (a driver that stops
+ * retrying), the connection is aborted all the same (ETIMEDOUT) after
+ * keepalive_probes more intervals of silence. A probe is never the first
+ * message of the passive side (iWARP rule).
  *
  * Context: timer (softirq).
  */
@@ -260,15 +264,21 @@ void hps_tx_keepalive(struct timer_list *t)
 {
 	struct hps_sock *hs = from_timer(hs, t, ka_timer);
 	struct sock *sk = &hs->sk;
-	unsigned long quiet_until;
+	unsigned long quiet_until, stamp, next;
+	bool give_up = false;
 
 	spin_lock(&hs->lock);
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
 	    test_bit(HPS_F_ABORTED, &hs->flags))
 		goto out;
-	quiet_until = READ_ONCE(hs->rx_stamp) + hs->ka_intv;
+	stamp = READ_ONCE(hs->rx_stamp);
+	quiet_until = stamp + hs->ka_intv;
 	if (time_before(jiffies, quiet_until)) {
 		sk_reset_timer(sk, &hs->ka_timer, quiet_until);
+		goto out;
+	}
+	if (time_after_eq(jiffies, stamp + hs->ka_limit)) {
+		give_up = true;
 		goto out;
 	}
 	if (test_bit(HPS_F_PEER_READY, &hs->flags) &&
@@ -278,9 +288,18 @@ void hps_tx_keepalive(struct timer_list *t)
 		else
 			hps_stat_inc(HPS_STAT_KA_PROBES);
 	}
-	sk_reset_timer(sk, &hs->ka_timer, jiffies + hs->ka_intv);
+	next = jiffies + hs->ka_intv;
+	if (time_after(next, stamp + hs->ka_limit))
+		next = stamp + hs->ka_limit;
+	sk_reset_timer(sk, &hs->ka_timer, next);
 out:
 	spin_unlock(&hs->lock);
+	if (give_up) {
+		pr_debug("no answer from the peer for %u ms: giving up\n",
+			 jiffies_to_msecs(hs->ka_limit));
+		hps_stat_inc(HPS_STAT_PEER_TIMEOUTS);
+		hps_conn_error(hs, ETIMEDOUT);
+	}
 	sock_put(sk);	/* from sk_reset_timer() */
 }
 
@@ -407,6 +426,10 @@ void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc)
 		hps_tx_error(hs, wc);
 		return;
 	}
+	/* The peer's device acknowledged it (InfiniBand, RoCE): alive. */
+	spin_lock(&hs->lock);
+	WRITE_ONCE(hs->rx_stamp, jiffies);
+	spin_unlock(&hs->lock);
 	clear_bit(HPS_F_KA_OUT, &hs->flags);
 }
 

@@ -12,7 +12,12 @@
 #  3. the link stays down (40 s, longer than the transport's retries): the
 #     transfer fails with ETIMEDOUT or ECONNRESET before the link is back,
 #     the server's end fails too, nothing hangs (two nodes);
-#  4. node 1's interface is set down administratively for 4 s (ip link set
+#  4. over RoCE, keepalive_probes bounds the wait whatever the transport
+#     does: with keepalive_ms 1000 and keepalive_probes 2 on node 1, node
+#     2's link goes down mid-transfer and node 1's client fails with
+#     ETIMEDOUT within 8 s (3 s of silence; the QP's retries alone take
+#     15 s or more), the server fails too (two nodes);
+#  5. node 1's interface is set down administratively for 4 s (ip link set
 #     down, then up): over siw the connection is reset at once (siw drops
 #     every connection of a device whose interface is going down); over rxe
 #     the transfer goes on, or fails with a local QP error where rxe found
@@ -35,7 +40,7 @@ nodes=${HPS_NODES:-1}
 log=$(mktemp -d)
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 result() {	# result RC NAME: RC 0 ok, 77 skip (NAME has the reason), else not ok
 	n=$((n + 1))
 	case $1 in
@@ -84,7 +89,12 @@ finish() {
 		sleep 0.2
 	done
 	if kill -0 "$cli" 2>/dev/null; then
-		echo "# the client still runs after $1 s"
+		echo "# the client still runs after $1 s; its threads wait in"
+		for t in /proc/"$cli"/task/*; do
+			sed -n '1,8s/^/#   /p' "$t/stack"
+			echo "#   --"
+		done
+		rdma res show qp | sed 's/^/# /'
 		kill -9 "$cli"
 		wait "$cli"
 		cli_rc=124
@@ -203,7 +213,39 @@ else
 	after "a new connection works after a long outage"
 fi
 
-# 4: the interface is set down (administratively) for 4 s
+# 4: keepalive_probes bounds a peer's silence (RoCE: an acknowledged probe
+# is a sign of life; over iWARP it only left this host, TCP decides)
+name="keepalive_ms 1000, keepalive_probes 2, node 2's link down: ETIMEDOUT within 8 s"
+if [ "$nodes" = 1 ] || [ "$HPS_RDMA" != rxe ]; then
+	result 77 "$name (two nodes over RoCE)"
+else
+	ka=/proc/sys/net/hps/keepalive_ms kp=/proc/sys/net/hps/keepalive_probes
+	ka0=$(cat $ka) kp0=$(cat $kp)
+	echo 1000 >$ka && echo 2 >$kp
+	start $((size * 100))
+	sleep 2
+	echo "$ka0" >$ka && echo "$kp0" >$kp	# taken at connect
+	t0=$(now)
+	hps-vm-link 2 down
+	alive "the link went down"
+	inside=$?
+	end=$((SECONDS + 12))
+	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 0.1
+	done
+	kill -0 "$cli" 2>/dev/null && gone=no || gone=$(since "$t0")
+	echo "# the client ended $gone s after node 2's link went down"
+	rc=1
+	if [ "$gone" != no ] && awk -v g="$gone" 'BEGIN { exit !(g < 8) }'; then
+		failed_with 60 'timed out' && [ "$inside" = 0 ] && rc=0
+	else
+		finish 60
+	fi
+	hps-vm-link 2 up
+	result $rc "$name"
+fi
+
+# 5: the interface is set down (administratively) for 4 s
 name="ip link set down for 4 s"
 start "$size"
 sleep 2

@@ -58,6 +58,7 @@ static const struct {
 	{ "zcopy_cache_bytes", "-1", "1073741825", "1048576", 64 << 20 },
 	{ "zcopy_cache_kmap", "-1", "2", "0", 1 },
 	{ "keepalive_ms", "-1", "3600001", "500", 10000 },
+	{ "keepalive_probes", "0", "128", "3", 9 },
 };
 
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
