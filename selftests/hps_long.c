@@ -2,7 +2,8 @@
 /*
  * AF_HPS long transfer: 1 GiB of random bytes from node 1 to
  * tools/hps_xfer on node 2 (on node 1 itself with one node), checked by
- * a 64-bit FNV-1a checksum computed on both ends.
+ * a 64-bit FNV-1a checksum computed on both ends. HPS_LONG_BYTES sets
+ * another size (make check-debug: 256 MiB, its kernel moves about 1 MB/s).
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"
@@ -29,8 +30,13 @@ FIXTURE_TEARDOWN(long_xfer)
 TEST_F_TIMEOUT(long_xfer, gib_checksummed, 600)
 {
 	char cmd[PATH_MAX + 512], exe[PATH_MAX];
+	unsigned long long bytes;
 	ssize_t n;
 	int port;
+
+	bytes = strtoull(hps_env("HPS_LONG_BYTES", "1073741824"), NULL, 0);
+	ASSERT_GT(bytes, 0);
+	TH_LOG("%llu bytes", bytes);
 
 	port = hps_peer_server(self->job, sizeof(self->job), "");
 	ASSERT_GT(port, 0);
@@ -41,7 +47,7 @@ TEST_F_TIMEOUT(long_xfer, gib_checksummed, 600)
 	usleep(500000);
 	snprintf(cmd, sizeof(cmd),
 		 "for i in 1 2 3 4 5 6 7 8 9 10; do %s/../tools/hps_xfer -c %s %d -n %llu && exit 0; [ $? = 1 ] && exit 1; sleep 0.5; done; exit 2",
-		 exe, hps_env("HPS_PEER", "127.0.0.1"), port, 1ULL << 30);
+		 exe, hps_env("HPS_PEER", "127.0.0.1"), port, bytes);
 	EXPECT_EQ(0, system(cmd));
 	EXPECT_EQ(0, hps_peer_wait(self->job));
 }

@@ -4,7 +4,7 @@
 # make check-debug: the selftest suite on a debug kernel (KASAN, lockdep,
 # kmemleak, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS, failslab, fail_page_alloc)
 # built from Debian's linux-source-6.1 by tools/vm/debug-kernel.sh, plus
-# the allocation-failure test (hps_failslab.sh, which only runs there).
+# the allocation-failure test (debug_failslab.sh, which only runs there).
 # Any KASAN, lockdep, kmemleak, DEBUG_OBJECTS or WARN report fails a run
 # (tools/vm/hps-vm). See Documentation/reliability.rst.
 #
@@ -64,6 +64,8 @@ export HPS_TEST_TIMEOUT=${HPS_TEST_TIMEOUT:-2400}
 export HPS_CHECK_TIMEOUT=${HPS_CHECK_TIMEOUT:-10800}
 export HPS_TB_TIMEOUT=${HPS_TB_TIMEOUT:-600}
 export HPS_DEBUG_KERNEL=1
+# hps_long: 256 MiB (about 4 minutes at this kernel's 1 MB/s), not 1 GiB
+export HPS_LONG_BYTES=${HPS_LONG_BYTES:-268435456}
 "$tree/selftests/run_vm_tests.sh"
 rc=$?
 echo "make check-debug took $(($(date +%s) - t0))s in all"
