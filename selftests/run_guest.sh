@@ -36,6 +36,7 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	out=$(mktemp)
 	f0=$fail
 	klog0=$(dmesg | wc -l)
+	t0=$SECONDS
 	klog0p=$([ "$HPS_NODES" = 2 ] && hps-vm-peer dmesg | wc -l)
 	timeout -k 10 "$per_test_timeout" "./$t" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
@@ -58,6 +59,7 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 		fail=$((fail + 1))
 	fi
 	rm -f "$out"
+	echo "=== $t: $((SECONDS - t0)) s"
 	# On failure, what the kernel said meanwhile and the module's counters.
 	if [ "$fail" != "$f0" ]; then
 		echo "=== $t failed: kernel log since it started, and hps_stat"

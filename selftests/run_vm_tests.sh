@@ -14,7 +14,7 @@ vm=$top/tools/vm/hps-vm
 res=$top/build/selftests
 mkdir -p "$res"
 configs=${HPS_CONFIGS:-1:rxe 2:rxe 1:siw 2:siw}
-timeout=${HPS_CHECK_TIMEOUT:-1500}
+timeout=${HPS_CHECK_TIMEOUT:-2400}
 
 pass=0 fail=0 skip=0
 failed=()
