@@ -155,6 +155,21 @@ alive() {	# alive WHEN: the client still runs
 	return 1
 }
 
+# ended_after T0 LIMIT: wait up to LIMIT s for the client to end; prints
+# the seconds from T0 (now's format) to its end, or "no" if it still runs
+ended_after() {
+	local end=$((SECONDS + $2))
+
+	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 0.1
+	done
+	if kill -0 "$cli" 2>/dev/null; then
+		echo no
+	else
+		since "$1"
+	fi
+}
+
 # a new connection works (the link is back)
 after() {
 	link_wait_active || { result 1 "$1"; return; }
@@ -199,11 +214,7 @@ else
 	hps-vm-link 1 down
 	alive "the link went down"
 	inside=$?
-	end=$((SECONDS + 40))
-	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
-		sleep 0.2
-	done
-	kill -0 "$cli" 2>/dev/null && gone=no || gone=$(since "$t0")
+	gone=$(ended_after "$t0" 40)
 	echo "# the client ended $gone s after the link went down"
 	hps-vm-link 1 up
 	rc=1
@@ -229,11 +240,7 @@ else
 	hps-vm-link 2 down
 	alive "the link went down"
 	inside=$?
-	end=$((SECONDS + 12))
-	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
-		sleep 0.1
-	done
-	kill -0 "$cli" 2>/dev/null && gone=no || gone=$(since "$t0")
+	gone=$(ended_after "$t0" 12)
 	echo "# the client ended $gone s after node 2's link went down"
 	rc=1
 	if [ "$gone" != no ] && awk -v g="$gone" 'BEGIN { exit !(g < 8) }'; then
