@@ -80,15 +80,22 @@ start() {
 	cli=$!
 }
 
+# client_wait LIMIT: wait up to LIMIT s for the client to end; returns 0
+# if it did
+client_wait() {
+	local end=$((SECONDS + $1))
+
+	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
+		sleep 0.1
+	done
+	! kill -0 "$cli" 2>/dev/null
+}
+
 # finish LIMIT: wait up to LIMIT s for the client, then for the server;
 # sets cli_rc and srv_rc (124: still running, killed); returns 0 only if
 # both finished well (the client found everything intact).
 finish() {
-	local end=$((SECONDS + $1))
-	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
-		sleep 0.2
-	done
-	if kill -0 "$cli" 2>/dev/null; then
+	if ! client_wait "$1"; then
 		echo "# the client still runs after $1 s; its threads wait in"
 		for t in /proc/"$cli"/task/*; do
 			sed -n '1,8s/^/#   /p' "$t/stack"
@@ -158,15 +165,10 @@ alive() {	# alive WHEN: the client still runs
 # ended_after T0 LIMIT: wait up to LIMIT s for the client to end; prints
 # the seconds from T0 (now's format) to its end, or "no" if it still runs
 ended_after() {
-	local end=$((SECONDS + $2))
-
-	while kill -0 "$cli" 2>/dev/null && [ $SECONDS -lt $end ]; do
-		sleep 0.1
-	done
-	if kill -0 "$cli" 2>/dev/null; then
-		echo no
-	else
+	if client_wait "$2"; then
 		since "$1"
+	else
+		echo no
 	fi
 }
 
