@@ -69,6 +69,18 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 			tail -n +$((klog0p + 1)) | tail -n 40 | sed 's/^/# node2: /'
 		tr '\n' ' ' </proc/net/hps_stat | sed 's/^/# hps_stat: /'
 		echo
+		# Memory and the device's GIDs (rxe sends nothing without a
+		# valid source GID, nor without an skb).
+		grep -E '^(MemFree|MemAvailable|Slab|SUnreclaim):' /proc/meminfo |
+			tr -s ' \n' ' ' | sed 's/^/# meminfo: /'
+		echo
+		rdma link show | sed 's/^/# /'
+		for g in /sys/class/infiniband/*/ports/1/gids/*; do
+			case $(cat "$g" 2>/dev/null) in
+			''|0000:0000:0000:0000:0000:0000:0000:0000) ;;
+			*) echo "# ${g#/sys/class/infiniband/} $(cat "$g")" ;;
+			esac
+		done
 	fi
 done
 echo "$pass $fail $skip" >"$result"
