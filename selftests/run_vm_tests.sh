@@ -7,7 +7,9 @@
 # command each fail a run). Ends with the plain line "N passed, N failed".
 #
 # HPS_CONFIGS="1:rxe 2:siw" narrows the configurations; HPS_TESTS="hps_x"
-# narrows the tests (see run_guest.sh).
+# narrows the tests (see run_guest.sh). make check-debug sets
+# HPS_FULL_CONFIGS and HPS_SUBSET_TESTS: the configurations not listed in
+# the first run only the tests listed in the second.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 vm=$top/tools/vm/hps-vm
@@ -25,10 +27,15 @@ for c in $configs; do
 	name="$nodes-node $rdma"
 	file=$res/result.$nodes-$rdma
 	rm -f "$file"
-	printf '\n##### [%s] %s (%ds elapsed)\n' "$(date +%T)" "$name" \
-		$(($(date +%s) - start))
-	"$vm" run --nodes "$nodes" --rdma "$rdma" --timeout "$timeout" -- \
-		"$top/selftests/run_guest.sh" "$file"
+	tests=${HPS_TESTS:-} what=
+	if [ -z "$tests" ] && [ -n "${HPS_FULL_CONFIGS:-}" ] &&
+	   [[ " $HPS_FULL_CONFIGS " != *" $c "* ]]; then
+		tests=$HPS_SUBSET_TESTS what=", the subset: $tests"
+	fi
+	printf '\n##### [%s] %s (%ds elapsed%s)\n' "$(date +%T)" "$name" \
+		$(($(date +%s) - start)) "$what"
+	HPS_TESTS=$tests "$vm" run --nodes "$nodes" --rdma "$rdma" \
+		--timeout "$timeout" -- "$top/selftests/run_guest.sh" "$file"
 	vmrc=$?
 	if [ -f "$file" ]; then
 		read -r p f s <"$file"
