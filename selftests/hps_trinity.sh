@@ -13,7 +13,7 @@
 # trinity believes to be TCP, with arguments (addresses, options, flags,
 # iovecs, ioctls, 64-bit and 32-bit system calls) generated for TCP and
 # mangled as trinity does. It runs as nobody, 8 children, on the socket
-# system calls only, for HPS_TRINITY_SECONDS (30; 120 on make
+# system calls only, for HPS_TRINITY_SECONDS (30; 180 on make
 # check-debug's kernel) or HPS_TRINITY_CALLS (1,000,000) calls;
 # HPS_TRINITY_SEED replays a seed (each run prints its own).
 #
@@ -35,7 +35,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 # (make check-debug's kernel runs system calls several times slower)
-secs=${HPS_TRINITY_SECONDS:-$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 120 || echo 30)}
+secs=${HPS_TRINITY_SECONDS:-$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 180 || echo 30)}
 calls=${HPS_TRINITY_CALLS:-1000000}
 seed=${HPS_TRINITY_SEED:-}
 n=0 pass=0 fail=0
