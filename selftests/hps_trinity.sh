@@ -17,11 +17,12 @@
 # check-debug's kernel) or HPS_TRINITY_CALLS (1,000,000) calls;
 # HPS_TRINITY_SEED replays a seed (each run prints its own).
 #
-# Checked: trinity ran (at least 10,000 calls) on AF_HPS sockets (as many
-# as its pool holds, seen in the module's reference count while it ran);
-# afterwards every AF_HPS socket is freed (the reference count returns to
-# its start) and a new connection carries 8 MiB intact; the kernel log is
-# clean (tools/vm/hps-vm fails the run otherwise).
+# Checked: trinity ran (at least 10,000 calls; 5,000 on make check-debug's
+# kernel, where two nodes over rxe made 10,181 in 180 s) on AF_HPS sockets
+# (as many as its pool holds, seen in the module's reference count while
+# it ran); afterwards every AF_HPS socket is freed (the reference count
+# returns to its start) and a new connection carries 8 MiB intact; the
+# kernel log is clean (tools/vm/hps-vm fails the run otherwise).
 #
 # Why 8 sockets: trinity 2023.01 (Debian's) reads past the end of its own
 # protocol table when it picks a random protocol's socket option
@@ -40,6 +41,7 @@ secs=${HPS_TRINITY_SECONDS:-$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 180 || echo
 # timeout's SIGTERM before SIGKILL: on two debug-kernel nodes it once took
 # longer than 10 s.
 grace=$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 60 || echo 10)
+floor=$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 5000 || echo 10000)
 calls=${HPS_TRINITY_CALLS:-1000000}
 seed=${HPS_TRINITY_SEED:-}
 n=0 pass=0 fail=0
@@ -130,8 +132,8 @@ grep -v 'socket -> hps' err.log | grep -v 'mode all, 0 rule' | head -n 5 |
 echo "# $hps AF_HPS sockets made for trinity; af_hps references: $ref0 before, up to $peak while it ran"
 
 case $rc in 0|124) r=0 ;; *) r=1 ;; esac
-[ "${iters:-0}" -ge 10000 ] || r=1
-result $r "trinity ran at least 10,000 calls and ended as told (status $rc)"
+[ "${iters:-0}" -ge "$floor" ] || r=1
+result $r "trinity ran at least $floor calls and ended as told (status $rc)"
 
 [ "$hps" -ge "$pool" ] && [ "$peak" -ge $((ref0 + pool)) ]
 result $? "its socket pool was AF_HPS sockets ($hps made, references up to $peak)"
