@@ -49,9 +49,10 @@ modules:
 	@[ -f "$(KDIR)/Makefile" ] || $(TOP)/tools/deps.sh
 	$(MAKE) -C $(or $(wildcard $(KDIR)),$(VM_KDIR)) M=$(TOP) modules
 
-# The module as the test VM needs it: built against the VM kernel's headers.
+# The module as the test VM needs it: built against the VM kernel's headers,
+# with the selftests' fault injection (af_hps/hps_inject.c) compiled in.
 vm-modules: deps
-	$(MAKE) -C $(VM_KDIR) M=$(TOP) modules
+	$(MAKE) -C $(VM_KDIR) M=$(TOP) CONFIG_AF_HPS_INJECT=y modules
 	@$(MAKE) --no-print-directory siw
 
 # Soft-iWARP, built out of tree from Debian's linux-source-6.1 (Debian's

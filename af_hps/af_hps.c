@@ -144,6 +144,12 @@ static int hps_setsockopt(struct socket *sock, int level, int optname,
 		release_sock(sk);
 		return 0;
 	}
+	if (level == SOL_HPS && optname == HPS_INJECT_QP_EVENT) {
+		lock_sock(sk);
+		val = hps_inject_qp_event(hs);
+		release_sock(sk);
+		return val;
+	}
 	if (bit < 0)
 		return -ENOPROTOOPT;
 	if (optlen < sizeof(int))

@@ -31,6 +31,7 @@
 #define _HPS_H
 
 #include <linux/hashtable.h>
+#include <linux/irq_work.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mmu_notifier.h>
@@ -398,6 +399,14 @@ struct hps_sock {
 	u32			zc_rx_sendsm;
 	u32			zc_tx_len;
 	u32			zc_tx_consumed;
+#ifdef HPS_INJECT
+	struct irq_work		inj_irq;
+	struct timer_list	inj_timer;
+	struct ib_wc		inj_wc;
+	struct ib_cq		*inj_cq;
+	void			(*inj_done)(struct ib_cq *cq, struct ib_wc *wc);
+	bool			inj_replay;
+#endif
 };
 
 static inline struct hps_sock *hps_sk(const struct sock *sk)
@@ -449,6 +458,7 @@ void hps_cm_connect_work(struct work_struct *work);
 void hps_cm_release_port(struct hps_sock *hs);
 
 /* hps_wr.c */
+void hps_wr_qp_event(struct ib_event *ev, void *ctx);
 int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id);
 void hps_wr_teardown(struct hps_sock *hs);
 void hps_wr_free_bufs(struct hps_sock *hs);
@@ -638,5 +648,58 @@ void hps_stat_inc(enum hps_stat s);
 void hps_stat_add(enum hps_stat s, long n);
 int hps_stats_init(void);
 void hps_stats_exit(void);
+
+/* hps_inject.c: widened race windows for the selftests (test builds only) */
+enum hps_inject_point {
+	HPS_INJ_NONE,
+	HPS_INJ_TX_RESERVE,	/* sendmsg: room seen, slot not yet taken */
+	HPS_INJ_ZC_RX_WAIT,	/* zero-copy read posted: reader away */
+	HPS_INJ_ZC_TX_POST,	/* zero-copy send registered, not posted */
+	HPS_INJ_ZC_RD_DONE,	/* an RDMA Read's completion handled late */
+};
+
+/* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */
+#define HPS_INJECT_QP_EVENT	1000
+
+#ifdef HPS_INJECT
+unsigned int hps_inject_ms(enum hps_inject_point point);
+void hps_inject_sleep(enum hps_inject_point point);
+int hps_inject_qp_event(struct hps_sock *hs);
+void hps_inject_init(struct hps_sock *hs);
+bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
+			 struct ib_wc *wc,
+			 void (*done)(struct ib_cq *cq, struct ib_wc *wc));
+void hps_inject_flush(struct hps_sock *hs);
+#else
+static inline unsigned int hps_inject_ms(enum hps_inject_point point)
+{
+	return 0;
+}
+
+static inline void hps_inject_sleep(enum hps_inject_point point)
+{
+}
+
+static inline int hps_inject_qp_event(struct hps_sock *hs)
+{
+	return -ENOPROTOOPT;
+}
+
+static inline void hps_inject_init(struct hps_sock *hs)
+{
+}
+
+static inline bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
+				       struct ib_wc *wc,
+				       void (*done)(struct ib_cq *cq,
+						    struct ib_wc *wc))
+{
+	return false;
+}
+
+static inline void hps_inject_flush(struct hps_sock *hs)
+{
+}
+#endif
 
 #endif /* _HPS_H */

@@ -104,6 +104,7 @@ void hps_sock_init(struct hps_sock *hs)
 	timer_setup(&hs->nudge_timer, hps_tx_nudge, 0);
 	timer_setup(&hs->ka_timer, hps_tx_keepalive, 0);
 	hs->ka_cqe.done = hps_tx_ka_done;
+	hps_inject_init(hs);
 	sk->sk_protocol = IPPROTO_TCP;
 	sk->sk_state = TCP_CLOSE;
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);

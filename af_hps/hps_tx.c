@@ -593,6 +593,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 				continue;
 		}
 
+		hps_inject_sleep(HPS_INJ_TX_RESERVE);
 		spin_lock_bh(&hs->lock);
 		b = &hs->tx[hs->tx_fill % hs->ntx];
 		off = b->len;

@@ -21,7 +21,15 @@
 
 #define HPS_CTRL_BUF	64	/* control buffers: header only, padded */
 
-static void hps_qp_event(struct ib_event *ev, void *ctx)
+/**
+ * hps_wr_qp_event() - asynchronous event of a connection's QP
+ * @ev: the event
+ * @ctx: the connection
+ *
+ * Context: any, hard IRQ included (mlx4 and mlx5 call it from their
+ * interrupt handlers).
+ */
+void hps_wr_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct hps_sock *hs = ctx;
 
@@ -127,7 +135,7 @@ out_free:
 static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 {
 	struct ib_qp_init_attr attr = {
-		.event_handler	= hps_qp_event,
+		.event_handler	= hps_wr_qp_event,
 		.qp_context	= hs,
 		.send_cq	= hs->dev->cq,
 		.recv_cq	= hs->dev->cq,
@@ -242,6 +250,7 @@ void hps_wr_teardown(struct hps_sock *hs)
 		ib_drain_qp(hs->qp);
 	else if (hs->qp)
 		ib_drain_rq(hs->qp);
+	hps_inject_flush(hs);
 	hps_zc_teardown(hs);	/* every completion has run */
 	if (hs->dev)
 		hps_bufs_unmap(hs);

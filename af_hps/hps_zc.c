@@ -474,6 +474,11 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	sa.rkey = cpu_to_be32(hs->zc_mr->rkey);
 	sa.len = cpu_to_be32(n);
 
+	if (hps_inject_ms(HPS_INJ_ZC_TX_POST)) {
+		release_sock(sk);
+		hps_inject_sleep(HPS_INJ_ZC_TX_POST);
+		lock_sock(sk);
+	}
 	for (;;) {
 		spin_lock_bh(&hs->lock);
 		err = hps_zc_post(hs, &reg, &sa);
@@ -684,6 +689,8 @@ static void hps_zc_read_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct hps_buf *b;
 	bool ok = wc->status == IB_WC_SUCCESS;
 
+	if (hps_inject_defer_wc(hs, cq, wc, hps_zc_read_done))
+		return;
 	rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
 			    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
 			    DMA_FROM_DEVICE);
@@ -818,6 +825,11 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	}
 	spin_unlock_bh(&hs->lock);
 
+	if (hps_inject_ms(HPS_INJ_ZC_RX_WAIT)) {
+		release_sock(sk);
+		hps_inject_sleep(HPS_INJ_ZC_RX_WAIT);
+		lock_sock(sk);
+	}
 	/* The device writes into the pages until the completion. */
 	hps_zc_wait_idle(sk, !test_bit(HPS_F_ZC_READING, &hs->flags));
 	sg_free_table(&hs->zc_rd_sgt);

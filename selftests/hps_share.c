@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sockets shared by several threads and processes, as servers share them:
+ * 2-4 writers and 2-4 readers on one connection, zero copy on and off,
+ * small and large writes, readers that stall so the credits run out,
+ * MSG_PEEK among readers, a forked child writing beside the parent, a
+ * reader and a writer killed mid zero copy, a fatal QP event delivered in
+ * hard-IRQ context. Every byte is accounted for (hps_words.h). Runs over
+ * RDMA loopback on this node; hps_across runs the same stream between two.
+ *
+ * Some cases widen a race window with the test build's fault injection
+ * (/sys/module/af_hps/parameters/inject_*, af_hps/hps_inject.c); each was
+ * run against the code before the fix it proves, and failed there
+ * (Documentation/reliability.rst, "Sharing a socket").
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "hps_words.h"
+
+/* HPS_SHARE_ONLY="name ...": run only these cases (to chase one) */
+#define ONLY(name) do {							\
+	const char *o = getenv("HPS_SHARE_ONLY");			\
+									\
+	if (o && *o && !strstr(o, name))				\
+		SKIP(return, "not in HPS_SHARE_ONLY");			\
+} while (0)
+
+FIXTURE(share)
+{
+	int cfd, afd;
+};
+
+FIXTURE_VARIANT(share)
+{
+	const char *name;
+	int nw, nr;
+	int zc;			/* zero-copy threshold, 0: off */
+	size_t wmin, wmax, rmin, rmax;	/* in words */
+	size_t mib;		/* per writer */
+	int stall, peek, nodelay;
+	int inj, inj_ms;	/* fault injection point and time */
+};
+
+/* copy, small writes and reads, stalling readers: credits run out */
+FIXTURE_VARIANT_ADD(share, w2_r1_small) {
+	.name = "w2_r1_small",
+	.nw = 2, .nr = 1, .wmin = 1, .wmax = KB(4), .rmin = 1, .rmax = KB(4),
+	.mib = 4, .stall = 50,
+};
+FIXTURE_VARIANT_ADD(share, w1_r2_small) {
+	.name = "w1_r2_small",
+	.nw = 1, .nr = 2, .wmin = 1, .wmax = KB(4), .rmin = 1, .rmax = KB(4),
+	.mib = 8, .stall = 50,
+};
+FIXTURE_VARIANT_ADD(share, w4_r4_mixed) {
+	.name = "w4_r4_mixed",
+	.nw = 4, .nr = 4, .wmin = 1, .wmax = KB(256), .rmin = 1,
+	.rmax = KB(128), .mib = 4, .stall = 20,
+};
+FIXTURE_VARIANT_ADD(share, w2_r2_nodelay_peek) {
+	.name = "w2_r2_nodelay_peek",
+	.nw = 2, .nr = 2, .wmin = 1, .wmax = KB(2), .rmin = 1, .rmax = KB(8),
+	.mib = 2, .stall = 30, .peek = 1, .nodelay = 1,
+};
+/* zero copy: large writes and reads, the reproduction */
+FIXTURE_VARIANT_ADD(share, zc_w1_r2) {
+	.name = "zc_w1_r2",
+	.nw = 1, .nr = 2, .zc = 65536, .wmin = KB(64), .wmax = KB(1024),
+	.rmin = KB(16), .rmax = KB(1024), .mib = 64, .stall = 8,
+};
+FIXTURE_VARIANT_ADD(share, zc_w2_r1) {
+	.name = "zc_w2_r1",
+	.nw = 2, .nr = 1, .zc = 65536, .wmin = KB(64), .wmax = KB(1024),
+	.rmin = KB(16), .rmax = KB(1024), .mib = 32, .stall = 8,
+};
+FIXTURE_VARIANT_ADD(share, zc_w4_r4_mixed) {
+	.name = "zc_w4_r4_mixed",
+	.nw = 4, .nr = 4, .zc = 65536, .wmin = 1, .wmax = KB(1024),
+	.rmin = 1, .rmax = KB(1024), .mib = 16, .stall = 10,
+};
+FIXTURE_VARIANT_ADD(share, zc_w2_r2_peek) {
+	.name = "zc_w2_r2_peek",
+	.nw = 2, .nr = 2, .zc = 65536, .wmin = KB(64), .wmax = KB(512),
+	.rmin = KB(16), .rmax = KB(512), .mib = 16, .stall = 10, .peek = 1,
+};
+/* widened windows: each failed on the code before its fix */
+FIXTURE_VARIANT_ADD(share, inj_tx_reserve) {
+	.name = "inj_tx_reserve",
+	/* a credit posts the open slot while the writer is about to fill it */
+	.nw = 1, .nr = 1, .wmin = 1, .wmax = KB(4), .rmin = 1, .rmax = KB(64),
+	.mib = 2, .stall = 10, .nodelay = 1,
+	.inj = INJ_TX_RESERVE, .inj_ms = 2,
+};
+FIXTURE_VARIANT_ADD(share, inj_zc_rx_two_readers) {
+	.name = "inj_zc_rx_two_readers",
+	/* reader A away from its posted RDMA Read; reader B comes in */
+	.nw = 1, .nr = 2, .zc = 65536, .wmin = KB(64), .wmax = KB(1024),
+	.rmin = KB(64), .rmax = KB(1024), .mib = 16, .stall = 8,
+	.inj = INJ_ZC_RX_WAIT, .inj_ms = 20,
+};
+FIXTURE_VARIANT_ADD(share, inj_zc_tx_two_writers) {
+	.name = "inj_zc_tx_two_writers",
+	/* writer A registered its pages, not yet advertised; B comes in */
+	.nw = 2, .nr = 1, .zc = 65536, .wmin = KB(64), .wmax = KB(1024),
+	.rmin = KB(16), .rmax = KB(1024), .mib = 8, .stall = 8,
+	.inj = INJ_ZC_TX_POST, .inj_ms = 20,
+};
+
+FIXTURE_SETUP(share)
+{
+	int fd = socket(AF_HPS, SOCK_STREAM, 0);
+
+	self->cfd = self->afd = -1;
+	ONLY(variant->name);
+	if (fd < 0 && errno == EAFNOSUPPORT)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	close(fd);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, zc_pair(&self->cfd, &self->afd, variant->zc));
+	if (variant->inj)
+		ASSERT_EQ(0, inject(variant->inj, variant->inj_ms))
+			TH_LOG("no fault injection: not a test build of af_hps.ko?");
+}
+
+FIXTURE_TEARDOWN(share)
+{
+	if (self->cfd < 0)
+		return;
+	inject(INJ_NONE, 0);
+	close(self->cfd);
+	close(self->afd);
+}
+
+TEST_F_TIMEOUT(share, every_byte_once, 600)
+{
+	struct share s = {
+		.wfd = self->cfd, .rfd = self->afd,
+		.nw = variant->nw, .nr = variant->nr,
+		.words = variant->mib * (1 << 20) / WORD,
+		.wmin = variant->wmin, .wmax = variant->wmax,
+		.rmin = variant->rmin, .rmax = variant->rmax,
+		.stall = variant->stall, .peek = variant->peek,
+	};
+	long zrd0 = stat_get("zcopy_rx_reads"), ztx0 = stat_get("zcopy_tx");
+	double t0 = hps_now();
+
+	if (variant->nodelay)
+		ASSERT_EQ(0, set_int(self->cfd, SOL_TCP, TCP_NODELAY, 1));
+	share_init(&s, s.nw);
+	share_run(&s);
+	share_complete(&s, s.nw);
+	TH_LOG("%d writers, %d readers: %ld bytes in %ld reads (%ld peeks) in %.1f s; zero copy: %ld sends, %ld reads",
+	       s.nw, s.nr, (long)s.bytes, (long)s.reads, (long)s.peeks,
+	       hps_now() - t0, stat_get("zcopy_tx") - ztx0,
+	       stat_get("zcopy_rx_reads") - zrd0);
+	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
+	EXPECT_EQ((long)(s.nw * s.words * WORD), (long)s.bytes);
+	if (variant->zc && variant->wmin >= KB(64))
+		EXPECT_LT(0, stat_get("zcopy_tx") - ztx0);
+	share_free(&s);
+}
+
+/* A forked child writes beside the parent's thread; two readers. */
+FIXTURE(forked)
+{
+	int cfd, afd;
+};
+
+FIXTURE_VARIANT(forked)
+{
+	const char *name;
+	int zc;
+	size_t wmin, wmax;
+};
+
+FIXTURE_VARIANT_ADD(forked, copy) {
+	.name = "forked_copy", .wmin = 1, .wmax = KB(64),
+};
+FIXTURE_VARIANT_ADD(forked, zc) {
+	.name = "forked_zc", .zc = 65536, .wmin = KB(64), .wmax = KB(1024),
+};
+
+FIXTURE_SETUP(forked)
+{
+	self->cfd = self->afd = -1;
+	ONLY(variant->name);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, zc_pair(&self->cfd, &self->afd, variant->zc));
+}
+
+FIXTURE_TEARDOWN(forked)
+{
+	close(self->cfd);
+	close(self->afd);
+}
+
+TEST_F_TIMEOUT(forked, child_and_threads, 300)
+{
+	struct share s = {
+		.wfd = self->cfd, .rfd = self->afd, .nr = 2,
+		.words = (8 << 20) / WORD,
+		.wmin = variant->wmin, .wmax = variant->wmax,
+		.rmin = 1, .rmax = KB(1024), .stall = 10,
+	};
+	struct worker ww = { .s = &s, .id = 1, .rng = 12345 };
+	pthread_t wt;
+	int status;
+	pid_t pid;
+
+	share_init(&s, 2);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct worker cw = { .s = &s, .id = 0, .rng = 777 };
+
+		writer(&cw);
+		_exit(atomic_load(&s.errors) ? 1 : 0);
+	}
+	/* writer 0 in the child, writer 1 and the two readers here */
+	pthread_create(&wt, NULL, writer, &ww);
+	{
+		pthread_t rt[2];
+		struct worker rw[2] = {
+			{ .s = &s, .id = 0, .rng = 99 },
+			{ .s = &s, .id = 1, .rng = 101 },
+		};
+
+		pthread_create(&rt[0], NULL, reader, &rw[0]);
+		pthread_create(&rt[1], NULL, reader, &rw[1]);
+		pthread_join(wt, NULL);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_EQ(0, status);
+		shutdown(self->cfd, SHUT_WR);
+		pthread_join(rt[0], NULL);
+		pthread_join(rt[1], NULL);
+	}
+	share_complete(&s, 2);
+	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
+	EXPECT_EQ((long)(2 * s.words * WORD), (long)s.bytes);
+	share_free(&s);
+}
+
+/*
+ * A reader killed while its zero-copy read is in flight: it dies at once,
+ * and what it did not finish reading is still there for the others.
+ */
+TEST(killed_reader_mid_zero_copy)
+{
+	struct share s = { .nw = 1, .words = (8 << 20) / WORD, .wmin = KB(1024),
+			   .wmax = KB(1024), .rmin = KB(1024), .rmax = KB(1024) };
+	unsigned long long *buf;
+	int cfd, afd, status;
+	struct worker w = { .s = &s, .id = 0, .rng = 5 }, r = { .s = &s, .id = 1, .rng = 7 };
+	pthread_t wt;
+	double t;
+	pid_t pid;
+	size_t i, first = 0, last = 0, missing = 0;
+
+	ONLY("killed_reader_mid_zero_copy");
+
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, zc_pair(&cfd, &afd, 65536));
+	s.wfd = cfd;
+	s.rfd = afd;
+	share_init(&s, 1);
+	pthread_create(&wt, NULL, writer, &w);
+	/* the child's RDMA Read completes 5 s late, as if the peer stalled */
+	ASSERT_EQ(0, inject(INJ_ZC_RD_DONE, 5000));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		buf = malloc(1 << 20);
+		recv(afd, buf, 1 << 20, 0);
+		_exit(0);
+	}
+	usleep(500000);
+	t = hps_now();
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	t = hps_now() - t;
+	inject(INJ_NONE, 0);
+	EXPECT_LT(t, 1.0) TH_LOG("the killed reader took %.1f s to die", t);
+	/* this reader takes the rest */
+	reader(&r);
+	pthread_join(wt, NULL);
+	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
+	/* what is missing is at most the child's one read, in one piece */
+	for (i = 0; i < s.words; i++) {
+		if (s.seen[0][i])
+			continue;
+		if (!missing++)
+			first = i;
+		last = i;
+	}
+	TH_LOG("the killed reader took %zu bytes (%.3f s to die)", missing * WORD, t);
+	if (missing)
+		EXPECT_EQ(missing, last - first + 1);
+	EXPECT_LE(missing, (size_t)KB(1024));
+	share_free(&s);
+	close(cfd);
+	close(afd);
+}
+
+/*
+ * A writer killed mid zero-copy send while the reader is not reading:
+ * it dies within the zero-copy cancel time, and the stream after it is
+ * intact: a prefix of its bytes, then the next writer's.
+ */
+TEST(killed_writer_mid_zero_copy)
+{
+	struct share s = { .nw = 2, .words = (4 << 20) / WORD, .wmin = KB(1024),
+			   .wmax = KB(1024), .rmin = KB(64), .rmax = KB(1024) };
+	struct worker w1 = { .s = &s, .id = 1, .rng = 3 }, r = { .s = &s, .id = 0, .rng = 9 };
+	int cfd, afd, status;
+	double t;
+	pid_t pid;
+	size_t i, prefix = 0;
+
+	ONLY("killed_writer_mid_zero_copy");
+
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, zc_pair(&cfd, &afd, 65536));
+	s.wfd = cfd;
+	s.rfd = afd;
+	share_init(&s, 2);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct worker w0 = { .s = &s, .id = 0, .rng = 1 };
+
+		writer(&w0);	/* blocks: nobody reads yet */
+		_exit(0);
+	}
+	usleep(300000);
+	t = hps_now();
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	t = hps_now() - t;
+	EXPECT_LT(t, 2.0) TH_LOG("the killed writer took %.1f s to die", t);
+	writer(&w1);
+	shutdown(cfd, SHUT_WR);
+	reader(&r);
+	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
+	for (i = 0; i < s.words && s.seen[0][i]; i++)
+		prefix++;
+	for (; i < s.words; i++)
+		EXPECT_EQ(0, s.seen[0][i]) TH_LOG("writer 0's word %zu after a gap", i);
+	for (i = 0; i < s.words; i++)
+		if (!s.seen[1][i]) {
+			EXPECT_EQ(1, s.seen[1][i]) TH_LOG("writer 1's word %zu lost", i);
+			break;
+		}
+	TH_LOG("the killed writer got %zu bytes out (%.3f s to die)", prefix * WORD, t);
+	share_free(&s);
+	close(cfd);
+	close(afd);
+}
+
+/*
+ * mlx4 and mlx5 deliver QP events in hard-IRQ context; the test build
+ * delivers one that way (irq_work). The connection is reset, both ends
+ * see it, and lockdep (on the debug kernel) has nothing to say.
+ */
+TEST(qp_event_in_hard_irq)
+{
+	int cfd, afd, one = 1;
+	char c;
+
+	ONLY("qp_event_in_hard_irq");
+
+	ASSERT_EQ(0, zc_pair(&cfd, &afd, 0));
+	ASSERT_EQ(1, send(cfd, "x", 1, 0));
+	ASSERT_EQ(1, recv(afd, &c, 1, 0));
+	ASSERT_EQ(0, setsockopt(cfd, SOL_HPS, HPS_INJECT_QP_EVENT, &one,
+				sizeof(one)))
+		TH_LOG("no fault injection: not a test build of af_hps.ko?");
+	EXPECT_EQ(-1, recv(cfd, &c, 1, 0));
+	EXPECT_EQ(ECONNRESET, errno);
+	EXPECT_EQ(0, recv(afd, &c, 1, 0) > 0);
+	close(cfd);
+	close(afd);
+}
+
+TEST_HARNESS_MAIN
