@@ -66,7 +66,7 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (state == TCP_SYN_SENT || state == TCP_SYN_RECV)
 		return mask;
-	if (READ_ONCE(hs->rx_queued))
+	if (hps_rx_readable(hs))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	if (shutdown & SEND_SHUTDOWN || state == TCP_CLOSE) {
 		mask |= EPOLLOUT | EPOLLWRNORM;

@@ -16,8 +16,9 @@
  *
  *   hps_dev_mutex                    the device list (never taken under
  *                                    hps_sock.lock)
- *   hps_connd.lock (spin, BH)        the connection thread's event lists
- *                                    (leaf lock)
+ *   hps_connd.lock (spin, IRQ)       the connection thread's event lists
+ *                                    (leaf lock; QP events take it in
+ *                                    hard-IRQ context on some drivers)
  *   hps_reg_cache.lock (spin)        a namespace's registration cache
  *                                    (leaf lock; process context and MMU
  *                                    notifier callbacks only, never softirq)
@@ -30,6 +31,7 @@
 #ifndef _HPS_H
 #define _HPS_H
 
+#include <linux/completion.h>
 #include <linux/hashtable.h>
 #include <linux/irq_work.h>
 #include <linux/kref.h>
@@ -44,6 +46,8 @@
 #include <rdma/rdma_cm.h>
 #include <rdma/rw.h>
 #include <linux/af_hps.h>
+
+struct hps_inject_wc;
 
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
@@ -161,12 +165,14 @@ struct hps_hdr {
  * @pd: protection domain of every AF_HPS QP on the device
  * @cq: completion queue shared by every AF_HPS QP on the device
  * @cq_size: CQ entries allocated
- * @lock: protects @cq_used, @conns and @dead
+ * @lock: protects @cq_used, @conns, @dead and @released
  * @cq_used: CQ entries reserved by connections
  * @conns: connections (hps_sock.dev_node) with a QP on this device
  * @dead: the device is being removed; no new connections
- * @ref: lifetime; the device list and each connection hold one
- * @wq: waited on by removal until @conns is empty
+ * @ref: lifetime; the device list, each connection and each zero-copy
+ *	 send under way hold one
+ * @released: removal's completion, completed when @ref drops to zero (the
+ *	      CQ and PD are freed by then); set with @dead
  */
 struct hps_dev {
 	struct list_head	list;
@@ -179,7 +185,7 @@ struct hps_dev {
 	struct list_head	conns;
 	bool			dead;
 	struct kref		ref;
-	wait_queue_head_t	wq;
+	struct completion	*released;
 };
 
 /* ---- buffers ---- */
@@ -227,13 +233,16 @@ enum {
 	HPS_F_ACTIVE,		/* this end called connect() */
 	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
 	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
+	HPS_F_ZC_TX_OWNED,	/* a writer's zero-copy send is under way */
 	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */
 	HPS_F_ZC_TX_REPLY,	/* ... which came (zc_tx_consumed) */
 	HPS_F_ZC_TX_INV,	/* the sender's MR was invalidated */
 	HPS_F_ZC_CANCEL_OWED,	/* send CANCEL */
 	HPS_F_ZC_DONE_OWED,	/* send RDMA_DONE */
 	HPS_F_ZC_SENDSM_OWED,	/* send SENDSM(zc_rx_sendsm) */
+	HPS_F_ZC_RX_BUSY,	/* a reader owns zc_rx and the zc_rd_* state */
 	HPS_F_ZC_READING,	/* an RDMA Read of zc_rx is in flight */
+	HPS_F_ZC_RD_ORPHAN,	/* ... whose reader was killed: connd cleans up */
 	HPS_F_ZC_RX_CANCEL,	/* CANCEL came during that read */
 	HPS_F_KA_OUT,		/* a keepalive probe is in flight */
 };
@@ -242,6 +251,9 @@ enum {
 enum {
 	HPS_W_TEARDOWN,		/* disconnect, drain and destroy */
 	HPS_W_STATE,		/* a FIN went out or came in */
+	HPS_W_QP_ERROR,		/* a fatal QP event (any context, hard IRQ too) */
+	HPS_W_DEV_GONE,		/* rdma_cm: the id's device is being removed */
+	HPS_W_ZC_REAP,		/* an orphaned RDMA Read completed */
 };
 
 /**
@@ -322,6 +334,8 @@ enum {
  * @zc_rd_cqe: RDMA Read completion (hps_zc_read_done())
  * @zc_rw: RDMA Read context of the reader
  * @zc_rd_sgt: pages @zc_rw reads into
+ * @zc_rd_reg: the registration of those pages
+ * @zc_rd_npages: how many of its pages the read covers
  * @zc_rd_len: bytes @zc_rw reads
  * @zc_rd_ok: the read completed successfully
  * @zc_rx: the peer's SRCAVAIL not yet fully read or abandoned (in rx_ready)
@@ -393,6 +407,8 @@ struct hps_sock {
 	struct ib_cqe		zc_rd_cqe;
 	struct rdma_rw_ctx	zc_rw;
 	struct sg_table		zc_rd_sgt;
+	struct hps_reg		*zc_rd_reg;
+	u32			zc_rd_npages;
 	u32			zc_rd_len;
 	bool			zc_rd_ok;
 	struct hps_buf		*zc_rx;
@@ -400,12 +416,16 @@ struct hps_sock {
 	u32			zc_tx_len;
 	u32			zc_tx_consumed;
 #ifdef HPS_INJECT
+	/* hps_inject.c: the selftests' fault injection (test builds only) */
 	struct irq_work		inj_irq;
 	struct timer_list	inj_timer;
-	struct ib_wc		inj_wc;
-	struct ib_cq		*inj_cq;
-	void			(*inj_done)(struct ib_cq *cq, struct ib_wc *wc);
-	bool			inj_replay;
+	spinlock_t		inj_lock;	/* the inj_ fields below */
+	struct hps_inject_wc	*inj_q;
+	u32			inj_qlen;
+	u32			inj_head;
+	u32			inj_tail;
+	int			inj_cpu;
+	bool			inj_busy;
 #endif
 };
 
@@ -430,6 +450,7 @@ void hps_set_state(struct sock *sk, int state);
 int hps_connd_start(void);
 void hps_connd_stop(void);
 void hps_connd_kick(struct hps_sock *hs, int work);
+void hps_flags_reset(struct hps_sock *hs);
 int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			  struct sock *sk);
 
@@ -456,6 +477,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id);
 void hps_cm_connect_work(struct work_struct *work);
 void hps_cm_release_port(struct hps_sock *hs);
+struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs);
 
 /* hps_wr.c */
 void hps_wr_qp_event(struct ib_event *ev, void *ctx);
@@ -473,6 +495,7 @@ int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
 int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 void hps_tx_push(struct hps_sock *hs);
 bool hps_tx_writable(struct hps_sock *hs);
+void hps_tx_close_open(struct hps_sock *hs);
 void hps_send_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
@@ -491,6 +514,7 @@ void hps_splice_eof(struct socket *sock);
 int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		int flags);
 void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+bool hps_rx_readable(struct hps_sock *hs);
 ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
 			struct pipe_inode_info *pipe, size_t len,
 			unsigned int flags);
@@ -518,6 +542,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len);
 bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			long timeo);
 void hps_zc_rx_abandon(struct hps_sock *hs);
+void hps_zc_rx_reap(struct hps_sock *hs);
 int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len);
 void hps_zc_push(struct hps_sock *hs);
 void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr);
@@ -652,7 +677,8 @@ void hps_stats_exit(void);
 /* hps_inject.c: widened race windows for the selftests (test builds only) */
 enum hps_inject_point {
 	HPS_INJ_NONE,
-	HPS_INJ_TX_RESERVE,	/* sendmsg: room seen, slot not yet taken */
+	HPS_INJ_TX_RESERVE,	/* sendmsg: room seen, slot not yet taken;
+				 * DATA send completions handled late */
 	HPS_INJ_ZC_RX_WAIT,	/* zero-copy read posted: reader away */
 	HPS_INJ_ZC_TX_POST,	/* zero-copy send registered, not posted */
 	HPS_INJ_ZC_RD_DONE,	/* an RDMA Read's completion handled late */
@@ -667,9 +693,10 @@ void hps_inject_sleep(enum hps_inject_point point);
 int hps_inject_qp_event(struct hps_sock *hs);
 void hps_inject_init(struct hps_sock *hs);
 bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
-			 struct ib_wc *wc,
+			 struct ib_wc *wc, enum hps_inject_point point,
 			 void (*done)(struct ib_cq *cq, struct ib_wc *wc));
 void hps_inject_flush(struct hps_sock *hs);
+void hps_inject_free(struct hps_sock *hs);
 #else
 static inline unsigned int hps_inject_ms(enum hps_inject_point point)
 {
@@ -691,6 +718,7 @@ static inline void hps_inject_init(struct hps_sock *hs)
 
 static inline bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
 				       struct ib_wc *wc,
+				       enum hps_inject_point point,
 				       void (*done)(struct ib_cq *cq,
 						    struct ib_wc *wc))
 {
@@ -698,6 +726,10 @@ static inline bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
 }
 
 static inline void hps_inject_flush(struct hps_sock *hs)
+{
+}
+
+static inline void hps_inject_free(struct hps_sock *hs)
 {
 }
 #endif

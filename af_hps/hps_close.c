@@ -47,19 +47,17 @@ void hps_conn_error(struct hps_sock *hs, int err)
  * @err: positive errno for this socket, 0 for none
  * @send_abort: tell the peer with an ABORT message
  *
- * Context: any; takes hs->lock.
+ * Context: process or softirq; takes hs->lock.
  */
 void hps_abort(struct hps_sock *hs, int err, bool send_abort)
 {
-	unsigned long flags;
-
 	if (test_and_set_bit(HPS_F_ABORTED, &hs->flags))
 		return;
 	hps_stat_inc(HPS_STAT_ABORTS);
 	if (send_abort) {
-		spin_lock_irqsave(&hs->lock, flags);
+		spin_lock_bh(&hs->lock);
 		hps_tx_ctrl(hs, HPS_MSG_ABORT, false);
-		spin_unlock_irqrestore(&hs->lock, flags);
+		spin_unlock_bh(&hs->lock);
 	}
 	if (err)
 		WRITE_ONCE(hs->sk.sk_err, err);
@@ -88,9 +86,16 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	}
 	set_bit(HPS_F_TEARDOWN, &hs->flags);
 	hps_cm_release_port(hs);
-	sk_stop_timer(sk, &sk->sk_timer);
-	sk_stop_timer(sk, &hs->nudge_timer);
-	sk_stop_timer(sk, &hs->ka_timer);
+	/*
+	 * The timers re-arm themselves only while the connection is up:
+	 * take it down first, then wait for a running one to finish.
+	 */
+	spin_lock_bh(&hs->lock);
+	clear_bit(HPS_F_CONN_UP, &hs->flags);
+	spin_unlock_bh(&hs->lock);
+	sk_stop_timer_sync(sk, &sk->sk_timer);
+	sk_stop_timer_sync(sk, &hs->nudge_timer);
+	sk_stop_timer_sync(sk, &hs->ka_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);
@@ -227,12 +232,20 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 	bool down;
 
 	lock_sock(sk);
+	if (test_bit(HPS_W_QP_ERROR, &work)) {
+		hps_conn_error(hs, ECONNRESET);
+		__set_bit(HPS_W_TEARDOWN, &work);
+	}
+	if (test_bit(HPS_W_ZC_REAP, &work))
+		hps_zc_rx_reap(hs);
+	if (test_bit(HPS_W_DEV_GONE, &work))
+		id = hps_cm_dev_gone(hs);
 	if (test_bit(HPS_W_STATE, &work))
 		hps_update_state(hs);
 	down = test_bit(HPS_F_FIN_DONE, &hs->flags) &&
 	       (sock_flag(sk, SOCK_DEAD) ||
 		test_bit(HPS_F_FIN_RCVD, &hs->flags));
-	if (test_bit(HPS_W_TEARDOWN, &work) || down) {
+	if (!id && (test_bit(HPS_W_TEARDOWN, &work) || down)) {
 		if (hs->parent)
 			id = hps_fail(hs, 0);
 		else if (hs->cm_id || hs->qp)

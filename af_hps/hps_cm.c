@@ -62,18 +62,13 @@ int hps_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	switch (ev->event) {
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/*
-		 * Connections are aborted by the ib_client's remove callback
-		 * and their ids destroyed by connd. A listener bound to the
-		 * device has no one to do that: claim its id (hps_release()
-		 * claims it with xchg() too) and let the core destroy it.
+		 * The removal waits until every id on the device is gone.
+		 * Connections were aborted by the ib_client's remove callback
+		 * already; a listener, a socket only bound and a connect()
+		 * still resolving are dealt with by connd (hps_cm_dev_gone()).
+		 * A kick needs no allocation: it cannot fail.
 		 */
-		if (READ_ONCE(sk->sk_state) == TCP_LISTEN &&
-		    cmpxchg(&hps_sk(sk)->cm_id, id, NULL) == id) {
-			WRITE_ONCE(sk->sk_err, ENODEV);
-			sk_error_report(sk);
-			sock_put(sk);	/* the cm_id's reference */
-			return 1;
-		}
+		hps_connd_kick(hps_sk(sk), HPS_W_DEV_GONE);
 		return 0;
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
@@ -117,8 +112,73 @@ int hps_cm_create_id(struct sock *sk)
 	 * flags. A stale HPS_F_ABORTED made close() skip the teardown of a
 	 * socket bound after a failed connect(), and leak it with its id.
 	 */
-	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
+	hps_flags_reset(hs);
 	return 0;
+}
+
+/*
+ * Give a socket without a cm_id one. A socket that was bound keeps its
+ * address when its id goes with a removed device (hps_cm_dev_gone()): the
+ * new id is bound to that address again, on whatever device has it now.
+ * Context: process, socket lock held. Return: 0 or -errno, with *@created
+ * set if a new id was made (the caller drops it on a later failure).
+ */
+static int hps_cm_ensure_id(struct sock *sk, bool *created)
+{
+	struct hps_sock *hs = hps_sk(sk);
+	int err;
+
+	*created = false;
+	if (hs->cm_id)
+		return 0;
+	err = hps_cm_create_id(sk);
+	if (err)
+		return err;
+	*created = true;
+	if (!hs->local.ss_family)
+		return 0;
+	err = rdma_bind_addr(hs->cm_id, (struct sockaddr *)&hs->local);
+	return err == -ENODEV || err == -EINVAL ? -EADDRNOTAVAIL : err;
+}
+
+/**
+ * hps_cm_dev_gone() - the device of a socket's cm_id is being removed
+ * @hs: the socket, locked
+ *
+ * rdma_cm's removal waits until every id on the device is destroyed.
+ * Connections (a QP) were aborted by hps_ib_remove_one(). This destroys
+ * the id of a listener (accept() then fails with ENODEV), of a connect()
+ * that had not set up its QP yet (it fails with ENETUNREACH) and of a
+ * socket that was only bound (it keeps its address: listen() and
+ * connect() bind a new id to it, or fail with EADDRNOTAVAIL).
+ *
+ * Context: connection thread (HPS_W_DEV_GONE), socket lock held.
+ * Return: the id to destroy after releasing the socket lock, or NULL.
+ */
+struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
+{
+	struct rdma_cm_id *id = hs->cm_id;
+	struct sock *sk = &hs->sk;
+	struct hps_dev *dev;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	if (!id || !id->device || hs->qp)
+		return NULL;
+	dev = hps_dev_get(id->device);
+	if (dev) {
+		/* An id on a device that stays (the socket moved on). */
+		hps_dev_put(dev);
+		return NULL;
+	}
+	if (sk->sk_state == TCP_SYN_SENT)
+		return hps_fail(hs, ENETUNREACH);
+	hs->cm_id = NULL;
+	if (sk->sk_state == TCP_LISTEN) {
+		WRITE_ONCE(sk->sk_err, ENODEV);
+		sk_error_report(sk);
+	}
+	return id;
 }
 
 /* Connection parameters from the sysctls and the socket's buffer sizes. */
@@ -131,6 +191,7 @@ static void hps_conn_params(struct hps_sock *hs)
 	u32 pct = READ_ONCE(hn->ack_thresh);
 
 	hps_wr_free_bufs(hs);	/* of an earlier, failed connect */
+	hps_flags_reset(hs);
 	hs->buf_size = buf_size;
 	hs->nrx = credits;
 	hs->ntx = credits;
@@ -148,7 +209,6 @@ static void hps_conn_params(struct hps_sock *hs)
 	hs->ka_intv = msecs_to_jiffies(READ_ONCE(hn->keepalive_ms));
 	hs->ka_limit = hs->ka_intv * (1 + READ_ONCE(hn->keepalive_probes));
 
-	hs->flags &= BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
 	hs->rx_queued = 0;
 	hs->rx_nready = 0;
 	hs->rx_pending = 0;
@@ -354,13 +414,9 @@ int hps_listen(struct socket *sock, int backlog)
 		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
 		goto out;
 	}
-	if (!hs->cm_id) {
-		err = hps_cm_create_id(sk);
-		if (err)
-			goto out;
-		created = true;
-	}
-	err = rdma_listen(hs->cm_id, backlog);
+	err = hps_cm_ensure_id(sk, &created);
+	if (!err)
+		err = rdma_listen(hs->cm_id, backlog);
 	if (err) {
 		if (created) {
 			hps_cm_drop_new_id(sk);
@@ -415,6 +471,7 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	struct sockaddr_storage ss;
+	bool created;
 	long timeo;
 	int err;
 
@@ -440,10 +497,13 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 			goto out;
 		}
 		hps_conn_params(hs);
-		if (!hs->cm_id) {
-			err = hps_cm_create_id(sk);
-			if (err)
-				goto out;
+		err = hps_cm_ensure_id(sk, &created);
+		if (err) {
+			if (created)
+				hps_cm_drop_new_id(sk);
+			else
+				release_sock(sk);
+			return err;
 		}
 		if (!hs->local.ss_family) {
 			struct sockaddr_storage any = {
@@ -671,7 +731,10 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	}
 	sock_hold(sk);		/* the cm_id's reference */
 	chs->cm_id = id;
+	/* Its events go to the child from now on (the handler reads it). */
+	rdma_lock_handler(id);
 	id->context = sk;
+	rdma_unlock_handler(id);
 	err = hps_wr_setup(chs, id);
 	if (err)
 		goto out_teardown;

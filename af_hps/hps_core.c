@@ -14,7 +14,9 @@
  * through wc->qp->qp_context, always see a live socket.
  *
  * Locking order: socket lock -> hps_sock.lock (BH) -> hps_dev.lock (BH);
- * hps_connd.lock is a leaf. See hps.h for what each lock protects.
+ * hps_connd.lock is a leaf, taken with interrupts off: QP events, which
+ * hand work to the connection thread, come in hard-IRQ context from some
+ * drivers. See hps.h for what each lock protects.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -54,7 +56,7 @@ struct hps_cm_ev {
  */
 static struct {
 	struct task_struct	*task;
-	spinlock_t		lock;		/* protects both lists */
+	spinlock_t		lock;		/* both lists; IRQ-safe */
 	struct list_head	events;		/* struct hps_cm_ev */
 	struct list_head	socks;		/* hps_sock.connd_node */
 	wait_queue_head_t	wq;
@@ -81,6 +83,7 @@ static void hps_sock_destruct(struct sock *sk)
 
 	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold);
 	hps_wr_free_bufs(hs);
+	hps_inject_free(hs);
 }
 
 /**
@@ -153,7 +156,7 @@ void hps_set_state(struct sock *sk, int state)
  * @hs: the socket
  * @work: HPS_W_* bit
  *
- * Context: any, including softirq.
+ * Context: any, hard IRQ included.
  */
 void hps_connd_kick(struct hps_sock *hs, int work)
 {
@@ -199,9 +202,9 @@ int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		memcpy(e->pdata, ev->param.conn.private_data, e->pdata_len);
 	}
 	sock_hold(sk);		/* put by hps_connd_run() */
-	spin_lock_bh(&hps_connd.lock);
+	spin_lock_irq(&hps_connd.lock);
 	list_add_tail(&e->list, &hps_connd.events);
-	spin_unlock_bh(&hps_connd.lock);
+	spin_unlock_irq(&hps_connd.lock);
 	wake_up(&hps_connd.wq);
 	return 0;
 }
@@ -210,9 +213,9 @@ static bool hps_connd_has_work(void)
 {
 	bool ret;
 
-	spin_lock_bh(&hps_connd.lock);
+	spin_lock_irq(&hps_connd.lock);
 	ret = !list_empty(&hps_connd.events) || !list_empty(&hps_connd.socks);
-	spin_unlock_bh(&hps_connd.lock);
+	spin_unlock_irq(&hps_connd.lock);
 	return ret;
 }
 
@@ -226,12 +229,12 @@ static void hps_connd_run(void)
 	WARN_ON_ONCE(current != hps_connd.task);
 
 	for (;;) {
-		spin_lock_bh(&hps_connd.lock);
+		spin_lock_irq(&hps_connd.lock);
 		e = list_first_entry_or_null(&hps_connd.events,
 					     struct hps_cm_ev, list);
 		if (e) {
 			list_del(&e->list);
-			spin_unlock_bh(&hps_connd.lock);
+			spin_unlock_irq(&hps_connd.lock);
 			hps_cm_process(e->id, e->event, e->status, e->pdata,
 				       e->pdata_len, e->sk);
 			sock_put(e->sk);	/* from hps_connd_queue_event() */
@@ -241,12 +244,12 @@ static void hps_connd_run(void)
 		hs = list_first_entry_or_null(&hps_connd.socks,
 					      struct hps_sock, connd_node);
 		if (!hs) {
-			spin_unlock_bh(&hps_connd.lock);
+			spin_unlock_irq(&hps_connd.lock);
 			return;
 		}
 		list_del_init(&hs->connd_node);
 		work = xchg(&hs->connd_work, 0);
-		spin_unlock_bh(&hps_connd.lock);
+		spin_unlock_irq(&hps_connd.lock);
 
 		hps_teardown(hs, work);
 		sock_put(&hs->sk);		/* from hps_connd_kick() */
@@ -296,4 +299,23 @@ void hps_connd_stop(void)
 {
 	might_sleep();
 	kthread_stop(hps_connd.task);
+}
+
+/**
+ * hps_flags_reset() - clear every connection flag of a socket
+ * @hs: the socket, locked, with no connection (no QP, no timer armed)
+ *
+ * Only the user's options (HPS_F_NODELAY, HPS_F_CORK) stay. Bit by bit,
+ * with atomic bitops like every other change of the flags word: a plain
+ * "&=" could undo a bit set meanwhile from another context.
+ */
+void hps_flags_reset(struct hps_sock *hs)
+{
+	unsigned long keep = BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK);
+	unsigned long old = READ_ONCE(hs->flags) & ~keep;
+	int bit;
+
+	sock_owned_by_me(&hs->sk);
+	for_each_set_bit(bit, &old, BITS_PER_LONG)
+		clear_bit(bit, &hs->flags);
 }

@@ -24,15 +24,22 @@ static DEFINE_MUTEX(hps_dev_mutex);
 static void hps_dev_release(struct kref *ref)
 {
 	struct hps_dev *dev = container_of(ref, struct hps_dev, ref);
+	struct completion *released = dev->released;
 
 	ib_free_cq(dev->cq);
 	ib_dealloc_pd(dev->pd);
 	kfree(dev);
+	if (released)
+		complete(released);
 }
 
 /**
  * hps_dev_put() - drop a device reference
  * @dev: the device
+ *
+ * The last one frees its CQ and PD: see hps_ib_remove_one().
+ *
+ * Context: process, may sleep.
  */
 void hps_dev_put(struct hps_dev *dev)
 {
@@ -101,13 +108,13 @@ void hps_dev_unreserve(struct hps_sock *hs)
 {
 	struct hps_dev *dev = hs->dev;
 
+	might_sleep();
 	if (!dev)
 		return;
 	spin_lock_bh(&dev->lock);
 	dev->cq_used -= hs->cq_reserved;
 	list_del_init(&hs->dev_node);
 	spin_unlock_bh(&dev->lock);
-	wake_up(&dev->wq);
 	hs->cq_reserved = 0;
 	hs->dev = NULL;
 	hps_dev_put(dev);
@@ -124,7 +131,6 @@ static int hps_ib_add_one(struct ib_device *ibdev)
 	dev->ibdev = ibdev;
 	spin_lock_init(&dev->lock);
 	INIT_LIST_HEAD(&dev->conns);
-	init_waitqueue_head(&dev->wq);
 	kref_init(&dev->ref);
 
 	dev->pd = ib_alloc_pd(ibdev, 0);
@@ -154,8 +160,17 @@ out_free:
 	return err;
 }
 
+/*
+ * The device goes: abort every connection on it, then wait until the last
+ * reference is dropped (connd destroyed their QPs, and a zero-copy writer
+ * unmapped its pages) and the CQ and PD are freed, all before this
+ * returns and the core frees the device. Sockets on it without a QP
+ * (listeners, sockets only bound, connects still resolving) are rdma_cm's
+ * DEVICE_REMOVAL business (hps_cm_dev_gone()), which comes after this.
+ */
 static void hps_ib_remove_one(struct ib_device *ibdev, void *client_data)
 {
+	DECLARE_COMPLETION_ONSTACK(released);
 	struct hps_dev *dev = client_data;
 	struct hps_sock *hs;
 
@@ -163,20 +178,14 @@ static void hps_ib_remove_one(struct ib_device *ibdev, void *client_data)
 	list_del(&dev->list);
 	mutex_unlock(&hps_dev_mutex);
 
-	/* Abort every connection, then wait until connd destroyed them. */
 	spin_lock_bh(&dev->lock);
 	dev->dead = true;
+	dev->released = &released;
 	list_for_each_entry(hs, &dev->conns, dev_node)
 		hps_conn_error(hs, ECONNABORTED);
 	spin_unlock_bh(&dev->lock);
-	wait_event(dev->wq, ({
-		bool empty;
-
-		spin_lock_bh(&dev->lock);
-		empty = list_empty(&dev->conns);
-		spin_unlock_bh(&dev->lock);
-		empty; }));
-	hps_dev_put(dev);
+	hps_dev_put(dev);	/* the device list's */
+	wait_for_completion(&released);
 }
 
 static struct ib_client hps_ib_client = {

@@ -51,6 +51,8 @@ unsigned int hps_inject_ms(enum hps_inject_point point)
  * hps_inject_sleep() - sleep at @point if it is armed
  * @point: the injection point the caller has reached
  *
+ * A signal ends the sleep early, as it would end the wait it stands for.
+ *
  * Context: process, may sleep; no spinlock held.
  */
 void hps_inject_sleep(enum hps_inject_point point)
@@ -59,16 +61,51 @@ void hps_inject_sleep(enum hps_inject_point point)
 
 	might_sleep();
 	if (ms)
-		msleep(ms);
+		msleep_interruptible(ms);
+}
+
+/*
+ * Deferred completions: handled in the order they came, from a timer, in
+ * softirq as from the CQ. While any is queued, or the queue is being
+ * replayed, later ones of the socket queue up behind it, so that the
+ * handlers see the QP's completions in order, one at a time, as from the
+ * CQ. The queue holds every completion that can be outstanding at once
+ * (hps_wr_setup()'s send queue); it is allocated on first use.
+ */
+struct hps_inject_wc {
+	struct ib_wc		wc;
+	struct ib_cq		*cq;
+	void			(*done)(struct ib_cq *cq, struct ib_wc *wc);
+};
+
+static void hps_inject_replay(struct hps_sock *hs)
+{
+	struct hps_inject_wc e;
+	bool more;
+
+	for (;;) {
+		spin_lock(&hs->inj_lock);
+		more = hs->inj_head != hs->inj_tail;
+		if (more)
+			e = hs->inj_q[hs->inj_head++ % hs->inj_qlen];
+		else
+			hs->inj_busy = false;
+		spin_unlock(&hs->inj_lock);
+		if (!more)
+			break;
+		e.done(e.cq, &e.wc);
+	}
 }
 
 static void hps_inject_wc_timer(struct timer_list *t)
 {
 	struct hps_sock *hs = from_timer(hs, t, inj_timer);
 
-	hs->inj_replay = true;
-	hs->inj_done(hs->inj_cq, &hs->inj_wc);
-	hs->inj_replay = false;
+	spin_lock(&hs->inj_lock);
+	hs->inj_busy = true;
+	hs->inj_cpu = smp_processor_id();
+	spin_unlock(&hs->inj_lock);
+	hps_inject_replay(hs);
 }
 
 /**
@@ -77,51 +114,80 @@ static void hps_inject_wc_timer(struct timer_list *t)
  */
 void hps_inject_init(struct hps_sock *hs)
 {
+	spin_lock_init(&hs->inj_lock);
 	timer_setup(&hs->inj_timer, hps_inject_wc_timer, 0);
 }
 
 /**
- * hps_inject_defer_wc() - handle a completion late (%HPS_INJ_ZC_RD_DONE)
+ * hps_inject_defer_wc() - handle a completion late
  * @hs: the connection
  * @cq: the CQ of the completion
  * @wc: the completion; copied
- * @done: its handler, called again with the copy after inject_ms
+ * @point: %HPS_INJ_ZC_RD_DONE (an RDMA Read) or %HPS_INJ_TX_RESERVE (a
+ *	   DATA send: handled five times inject_ms late)
+ * @done: its handler, called again with the copy later
  *
- * As if the peer took that much longer to answer. The handler runs from a
- * timer, in softirq as from the CQ; hps_inject_flush() runs it at once
- * when the connection is torn down, before the QP goes.
+ * As if the peer, or the device, took that much longer. The handler runs
+ * from a timer; hps_inject_flush() runs what is left at once when the
+ * connection is torn down, before the QP goes.
  *
- * Context: softirq (CQ polling).
+ * Context: softirq (CQ polling, or the replay itself).
  * Return: true if the completion was deferred: the handler returns.
  */
 bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
-			 struct ib_wc *wc,
+			 struct ib_wc *wc, enum hps_inject_point point,
 			 void (*done)(struct ib_cq *cq, struct ib_wc *wc))
 {
-	unsigned int ms = hps_inject_ms(HPS_INJ_ZC_RD_DONE);
+	unsigned int ms = hps_inject_ms(point);
+	bool queued = false;
 
-	if (!ms || hs->inj_replay || timer_pending(&hs->inj_timer))
-		return false;
-	hs->inj_wc = *wc;
-	hs->inj_cq = cq;
-	hs->inj_done = done;
-	mod_timer(&hs->inj_timer, jiffies + msecs_to_jiffies(ms));
-	return true;
+	if (point == HPS_INJ_TX_RESERVE)
+		ms *= 5;
+	spin_lock(&hs->inj_lock);
+	if (!hs->inj_q && ms) {
+		u32 n = roundup_pow_of_two(hs->ntx + HPS_NCTRL + 4);
+
+		hs->inj_q = kcalloc(n, sizeof(*hs->inj_q), GFP_ATOMIC);
+		if (hs->inj_q)
+			hs->inj_qlen = n;
+	}
+	/* the replay's own calls go through; anything else waits its turn */
+	if (hs->inj_q &&
+	    !(hs->inj_busy && hs->inj_cpu == smp_processor_id()) &&
+	    (ms || hs->inj_busy || hs->inj_head != hs->inj_tail) &&
+	    !WARN_ON_ONCE(hs->inj_tail - hs->inj_head >= hs->inj_qlen)) {
+		hs->inj_q[hs->inj_tail++ % hs->inj_qlen] =
+			(struct hps_inject_wc){ *wc, cq, done };
+		queued = true;
+	}
+	spin_unlock(&hs->inj_lock);
+	if (queued && !timer_pending(&hs->inj_timer))
+		mod_timer(&hs->inj_timer, jiffies + msecs_to_jiffies(ms) + 1);
+	return queued;
 }
 
 /**
- * hps_inject_flush() - run a deferred completion now
+ * hps_inject_flush() - run the deferred completions now
  * @hs: the connection, whose QP was drained and is about to go
  *
  * Context: process.
  */
 void hps_inject_flush(struct hps_sock *hs)
 {
-	if (del_timer_sync(&hs->inj_timer)) {
-		local_bh_disable();
-		hps_inject_wc_timer(&hs->inj_timer);
-		local_bh_enable();
-	}
+	del_timer_sync(&hs->inj_timer);
+	local_bh_disable();
+	hps_inject_wc_timer(&hs->inj_timer);
+	local_bh_enable();
+}
+
+/**
+ * hps_inject_free() - free the deferred completions' queue
+ * @hs: the socket, being destroyed
+ */
+void hps_inject_free(struct hps_sock *hs)
+{
+	kfree(hs->inj_q);
+	hs->inj_q = NULL;
 }
 
 static void hps_inject_qp_fatal(struct irq_work *w)

@@ -10,7 +10,11 @@
  *
  * Only the reader, under the socket lock, removes buffers from rx_ready;
  * the softirq only appends. So the reader may copy from the first buffer
- * without holding hs->lock.
+ * without holding hs->lock. Readers sharing a socket take turns under the
+ * socket lock; one whose zero-copy read of the SRCAVAIL at the head is in
+ * flight has dropped it, and owns the head until it is done
+ * (HPS_F_ZC_RX_BUSY): the others, peeking ones included, wait for it
+ * (hps_rx_readable()).
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -125,7 +129,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		b->len = len;
 		b->off = 0;
 		list_add_tail(&b->list, &hs->rx_ready);
-		hs->rx_queued += len;
+		WRITE_ONCE(hs->rx_queued, hs->rx_queued + len);
 		hs->rx_nready++;
 		hs->rx_bytes += len;
 		data = true;
@@ -200,6 +204,22 @@ static u32 hps_rx_queued(struct hps_sock *hs)
 	return READ_ONCE(hs->rx_queued);
 }
 
+/**
+ * hps_rx_readable() - may a reader take bytes now?
+ * @hs: the connection
+ *
+ * Not while another reader's zero-copy read owns the head of the queue:
+ * nothing behind it may be read before it either.
+ *
+ * Context: any.
+ * Return: true if bytes are queued and no other reader owns them.
+ */
+bool hps_rx_readable(struct hps_sock *hs)
+{
+	return hps_rx_queued(hs) &&
+	       !test_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
+}
+
 /* Copy up to @len bytes to @msg; skip @skip bytes first when peeking. */
 static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
 		       bool peek, size_t skip)
@@ -235,7 +255,7 @@ static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			if (peek) {
 				spin_lock_bh(&hs->lock);
 				if (hs->zc_rx == b &&
-				    !test_bit(HPS_F_ZC_READING, &hs->flags))
+				    !test_bit(HPS_F_ZC_RX_BUSY, &hs->flags))
 					hps_zc_rx_abandon(hs);
 				spin_unlock_bh(&hs->lock);
 			}
@@ -258,7 +278,7 @@ static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
 		if (!peek && n) {
 			spin_lock_bh(&hs->lock);
 			b->off += n;
-			hs->rx_queued -= n;
+			WRITE_ONCE(hs->rx_queued, hs->rx_queued - n);
 			if (b->off == b->len) {
 				list_del_init(&b->list);
 				hs->rx_nready--;
@@ -287,7 +307,8 @@ next:
 
 /*
  * The reader stopped at the peer's SRCAVAIL: read it zero copy if this read
- * qualifies, else have the rest sent by copy. Socket lock held.
+ * qualifies, else have the rest sent by copy; nothing while another
+ * reader's zero-copy read owns it. Socket lock held.
  * Return: bytes read, 0 or -errno.
  */
 static int hps_rx_zc(struct hps_sock *hs, struct msghdr *msg, size_t len,
@@ -297,7 +318,8 @@ static int hps_rx_zc(struct hps_sock *hs, struct msghdr *msg, size_t len,
 
 	spin_lock_bh(&hs->lock);
 	b = list_first_entry_or_null(&hs->rx_ready, struct hps_buf, list);
-	if (!b || b != hs->zc_rx) {
+	if (!b || b != hs->zc_rx ||
+	    test_bit(HPS_F_ZC_RX_BUSY, &hs->flags)) {
 		spin_unlock_bh(&hs->lock);
 		return 0;
 	}
@@ -305,8 +327,7 @@ static int hps_rx_zc(struct hps_sock *hs, struct msghdr *msg, size_t len,
 		spin_unlock_bh(&hs->lock);
 		return hps_zc_recv(hs, msg, len);
 	}
-	if (!test_bit(HPS_F_ZC_READING, &hs->flags))
-		hps_zc_rx_abandon(hs);
+	hps_zc_rx_abandon(hs);
 	spin_unlock_bh(&hs->lock);
 	return 0;
 }
@@ -352,6 +373,7 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (copied < len) {
 		int n = hps_rx_copy(hs, msg, len - copied, peek, copied);
+		bool owned;
 
 		if (n < 0) {
 			err = n;
@@ -371,28 +393,36 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 			copied += n;
 			if (copied >= target)
 				break;
-			if (n || hps_rx_queued(hs))
+			if (n)
 				continue;
 		}
+		/* Each pass over readable bytes takes some or drops some. */
+		if (hps_rx_readable(hs))
+			continue;
 		if (hps_rx_eof(hs) || sk->sk_err) {
 			/* Data queued before the FIN or the error comes first. */
 			smp_rmb();
-			if (hps_rx_queued(hs))
+			if (hps_rx_readable(hs))
 				continue;
 		}
-		/* As TCP's SOCK_DONE: a FIN read is EOF, whatever came after. */
-		if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
-			break;
-		if (sk->sk_err) {
-			err = copied ? 0 : sock_error(sk);
-			break;
-		}
-		if (hps_rx_eof(hs))
-			break;
-		if (sk->sk_state == TCP_CLOSE) {
-			if (!test_bit(HPS_F_WAS_CONN, &hs->flags))
-				err = -ENOTCONN;
-			break;
+		/* Another reader's zero-copy read owns what is queued. */
+		owned = hps_rx_queued(hs) &&
+			test_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
+		if (!owned) {
+			/* As TCP's SOCK_DONE: a FIN read is EOF, whatever came after. */
+			if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
+				break;
+			if (sk->sk_err) {
+				err = copied ? 0 : sock_error(sk);
+				break;
+			}
+			if (hps_rx_eof(hs))
+				break;
+			if (sk->sk_state == TCP_CLOSE) {
+				if (!test_bit(HPS_F_WAS_CONN, &hs->flags))
+					err = -ENOTCONN;
+				break;
+			}
 		}
 		if (!timeo) {
 			err = -EAGAIN;
@@ -402,10 +432,15 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 			err = sock_intr_errno(timeo);
 			break;
 		}
-		sk_wait_event(sk, &timeo,
-			      hps_rx_queued(hs) || sk->sk_err ||
-			      hps_rx_eof(hs) || sk->sk_state == TCP_CLOSE,
-			      &wait);
+		if (owned)
+			sk_wait_event(sk, &timeo,
+				      !test_bit(HPS_F_ZC_RX_BUSY, &hs->flags),
+				      &wait);
+		else
+			sk_wait_event(sk, &timeo,
+				      hps_rx_readable(hs) || sk->sk_err ||
+				      hps_rx_eof(hs) ||
+				      sk->sk_state == TCP_CLOSE, &wait);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
 out:

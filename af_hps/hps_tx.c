@@ -16,6 +16,14 @@
  * flight (Nagle-like), unless HPS_NODELAY; HPS_CORK holds it until it is
  * full or the cork is removed.
  *
+ * One writer at a time (the socket lock) takes the open slot, only with
+ * hps_tx_reserve(), which checks for room under hs->lock in the same
+ * critical section that marks the slot as being filled (tx_filling); it
+ * then copies without hs->lock, and the completion handlers, which post
+ * the open slot when credits come, leave a slot being filled alone. Work
+ * requests are posted in one place, hps_wr_post_send(), and the ring only
+ * moves under hs->lock.
+ *
  * Credits: tx_credits counts receive buffers the peer has posted for us.
  * DATA and FIN need two, so that one credit is always left for a CREDIT
  * or ABORT message; a CREDIT message is only sent when it returns credits
@@ -180,10 +188,10 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 	/* Zero-copy answers and cancels. */
 	hps_zc_push(hs);
 
-	/* FIN after the last byte. */
+	/* FIN after the last byte, none while a zero-copy send is under way. */
 	if (test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
 	    !test_bit(HPS_F_FIN_SENT, &hs->flags) &&
-	    !test_bit(HPS_F_ZC_TX, &hs->flags) &&
+	    !test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) &&
 	    hs->tx_posted == hs->tx_fill && !hps_tx_open_len(hs) &&
 	    !hs->tx_filling) {
 		if (hps_tx_ctrl(hs, HPS_MSG_FIN, false))
@@ -372,24 +380,89 @@ bool hps_tx_flushed(struct hps_sock *hs)
 	       !hs->tx_filling;
 }
 
+/*
+ * Room for a writer: an open send slot, and no zero-copy send under way
+ * (its bytes are not in the stream yet; see hps_zc_send()).
+ * Context: hs->lock held.
+ */
+static bool hps_tx_room(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->ntx && hs->tx_fill - hs->tx_done < hs->ntx &&
+	       !test_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+}
+
 /**
  * hps_tx_writable() - is there room for the writer?
  * @hs: the connection
  *
+ * A hint for waiting and poll: a writer takes its slot with
+ * hps_tx_reserve(), which checks again.
+ *
  * Context: any; takes hs->lock.
  * Return: true if a send buffer is open for new data and no zero-copy
- * send waits for its answer.
+ * send is under way.
  */
 bool hps_tx_writable(struct hps_sock *hs)
 {
 	bool ret;
 
 	spin_lock_bh(&hs->lock);
-	/* Another writer's zero-copy bytes are not in the stream yet. */
-	ret = hs->ntx && hs->tx_fill - hs->tx_done < hs->ntx &&
-	      !test_bit(HPS_F_ZC_TX, &hs->flags);
+	ret = hps_tx_room(hs);
 	spin_unlock_bh(&hs->lock);
 	return ret;
+}
+
+/*
+ * Take the open slot for the writer, which then copies into it without
+ * hs->lock: hs->tx_filling keeps the completion handlers from posting it
+ * meanwhile. The only place a writer gets a slot. A completion may have
+ * taken the room the writer waited for (posted the open slot and filled
+ * the ring) since it looked: then there is none, and it waits again.
+ * Context: hs->lock and the socket lock held (one writer at a time).
+ */
+static struct hps_buf *hps_tx_reserve(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	sock_owned_by_me(&hs->sk);
+	if (!hps_tx_room(hs) || WARN_ON_ONCE(hs->tx_filling))
+		return NULL;
+	hs->tx_filling = true;
+	return &hs->tx[hs->tx_fill % hs->ntx];
+}
+
+/*
+ * The writer copied @n bytes into the slot it reserved: account for them,
+ * close the slot if it is full, and post what may go.
+ * Context: hs->lock held.
+ */
+static void hps_tx_commit(struct hps_sock *hs, struct hps_buf *b, u32 n,
+			  bool more)
+{
+	lockdep_assert_held(&hs->lock);
+	hs->tx_filling = false;
+	b->len += n;
+	WRITE_ONCE(hs->tx_queued, hs->tx_queued + n);
+	hs->tx_bytes += n;
+	if (b->len >= hs->msg_max)
+		hs->tx_fill++;
+	__hps_tx_push(hs, more);
+}
+
+/**
+ * hps_tx_close_open() - end the open send buffer
+ * @hs: the connection
+ *
+ * Bytes written later go into a new buffer: those of the open one go
+ * first (a zero-copy send takes the stream's next bytes).
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_close_open(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	if (hps_tx_open_len(hs) && !hs->tx_filling)
+		hs->tx_fill++;
 }
 
 static void hps_tx_error(struct hps_sock *hs, struct ib_wc *wc)
@@ -448,12 +521,14 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct hps_sock *hs = wc->qp->qp_context;
 	struct sock *sk = &hs->sk;
 
+	if (hps_inject_defer_wc(hs, cq, wc, HPS_INJ_TX_RESERVE, hps_send_done))
+		return;
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		hps_tx_error(hs, wc);
 		return;
 	}
 	spin_lock(&hs->lock);
-	hs->tx_queued -= b->len;
+	WRITE_ONCE(hs->tx_queued, hs->tx_queued - b->len);
 	b->len = 0;
 	hs->tx_done++;
 	hps_tx_push(hs);
@@ -589,16 +664,21 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 				break;
 			}
 			copied += zc;
-			if (zc)
+			/* It may have slept: look at the socket again first. */
+			if (zc || copy_rest)
 				continue;
 		}
 
 		hps_inject_sleep(HPS_INJ_TX_RESERVE);
 		spin_lock_bh(&hs->lock);
-		b = &hs->tx[hs->tx_fill % hs->ntx];
+		b = hps_tx_reserve(hs);
+		if (!b) {
+			/* A completion took the room: wait again. */
+			spin_unlock_bh(&hs->lock);
+			continue;
+		}
 		off = b->len;
 		chunk = min_t(size_t, hs->msg_max - off, len - copied);
-		hs->tx_filling = true;	/* softirq leaves the open slot alone */
 		spin_unlock_bh(&hs->lock);
 
 		/* The rest of a zero-copy send: from its kernel mapping. */
@@ -614,13 +694,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		}
 
 		spin_lock_bh(&hs->lock);
-		hs->tx_filling = false;
-		b->len += n;
-		hs->tx_queued += n;
-		hs->tx_bytes += n;
-		if (b->len >= hs->msg_max)
-			hs->tx_fill++;
-		__hps_tx_push(hs, flags & MSG_MORE);
+		hps_tx_commit(hs, b, n, flags & MSG_MORE);
 		spin_unlock_bh(&hs->lock);
 
 		copied += n;

@@ -41,7 +41,8 @@ void hps_wr_qp_event(struct ib_event *ev, void *ctx)
 	default:
 		pr_warn_ratelimited("QP event %s (%d)\n",
 				    ib_event_msg(ev->event), ev->event);
-		hps_conn_error(hs, ECONNRESET);
+		/* connd resets it: an error report may not come from here */
+		hps_connd_kick(hs, HPS_W_QP_ERROR);
 		break;
 	}
 }
@@ -251,6 +252,7 @@ void hps_wr_teardown(struct hps_sock *hs)
 	else if (hs->qp)
 		ib_drain_rq(hs->qp);
 	hps_inject_flush(hs);
+	hps_zc_rx_reap(hs);	/* a killed reader's read has completed */
 	hps_zc_teardown(hs);	/* every completion has run */
 	if (hs->dev)
 		hps_bufs_unmap(hs);

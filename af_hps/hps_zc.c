@@ -20,10 +20,26 @@
  * has completed (or the QP was drained and the MR deregistered), are the
  * pages unpinned and send() returns.
  *
- * One SRCAVAIL per direction is outstanding at a time: the writer holds
- * the socket lock except while it sleeps, and nothing else may be posted
- * behind its bytes (FIN waits for HPS_F_ZC_TX; other writers wait for the
- * answer, see hps_sendmsg()).
+ * One zero-copy send and one zero-copy read per connection are under way
+ * at a time, each with a single owner. A writer owns the sending side
+ * (HPS_F_ZC_TX_OWNED: zc_mr, its keys, the SRCAVAIL and its answer) from
+ * before it touches the MR until the key is revoked and its pages are
+ * unmapped; other writers, and poll's EPOLLOUT, wait for it (hps_tx_room())
+ * so that nothing is posted behind its bytes (a FIN waits for HPS_F_ZC_TX
+ * too). A reader owns the receiving side (HPS_F_ZC_RX_BUSY: zc_rw,
+ * zc_rd_*) from before it reads the SRCAVAIL's address until it has given
+ * the pages back; other readers, peeking ones included, wait for it
+ * (hps_rx_readable()). Both wait for their turn interruptibly, with the
+ * socket's timeouts.
+ *
+ * Waits the peer can prolong are bounded and killable. A writer whose
+ * CANCEL goes unanswered for HPS_ZC_REPLY_TIMEOUT, or for another
+ * HPS_ZC_CANCEL_TIMEOUT once it is killed, aborts the connection: its
+ * pages cannot be given back while the peer may still read them. A reader killed while its
+ * RDMA Read is in flight leaves at once: the read is orphaned, its bytes do
+ * not count as read (the next reader reads them again), and the connection
+ * thread gives its pages back when the completion comes; a read that takes
+ * HPS_ZC_REPLY_TIMEOUT aborts the connection.
  *
  * State: HPS_F_ZC_* bits and the zc_* fields of struct hps_sock, under
  * hs->lock unless their comment says otherwise.
@@ -52,25 +68,44 @@ static void hps_zc_wake(struct sock *sk)
 }
 
 /*
- * Sleep without the socket lock until @cond, ignoring signals: pages the
- * device may still access cannot be handed back early. Completion handlers
- * wake us; a 100 ms tick covers the wakeups of connection errors. TASK_IDLE:
- * the wait is bounded by the QP's timeouts and HPS_ZC_REPLY_TIMEOUT.
+ * Sleep without the socket lock until @cond, at the latest until @deadline
+ * (jiffies); in @state TASK_KILLABLE a fatal signal ends the wait too.
+ * Other signals are ignored: pages the device may still access cannot be
+ * handed back early. Completion handlers wake us (hps_zc_wake()); a 100 ms
+ * tick covers the wakeups of connection errors, which wake interruptible
+ * sleepers only. Evaluates to 0 once @cond holds, -ETIMEDOUT at the
+ * deadline, -EINTR on a fatal signal. Socket lock held around it.
  */
-#define hps_zc_wait_idle(sk, cond)					\
-do {									\
+#define hps_zc_wait(sk, cond, deadline, state)				\
+({									\
 	struct sock *__sk = (sk);					\
+	unsigned long __end = (deadline);				\
+	unsigned int __state = (state);					\
 	DEFINE_WAIT(__wait);						\
+	int __ret = 0;							\
+									\
 	for (;;) {							\
-		prepare_to_wait(sk_sleep(__sk), &__wait, TASK_IDLE);	\
+		prepare_to_wait(sk_sleep(__sk), &__wait, __state);	\
 		if (cond)						\
 			break;						\
+		if (__state == TASK_KILLABLE &&				\
+		    fatal_signal_pending(current)) {			\
+			__ret = -EINTR;					\
+			break;						\
+		}							\
+		if (time_after_eq(jiffies, __end)) {			\
+			__ret = -ETIMEDOUT;				\
+			break;						\
+		}							\
 		release_sock(__sk);					\
-		schedule_timeout(HZ / 10);				\
+		schedule_timeout(min_t(long, HZ / 10, __end - jiffies)); \
 		lock_sock(__sk);					\
 	}								\
 	finish_wait(sk_sleep(__sk), &__wait);				\
-} while (0)
+	__ret;								\
+})
+
+#define HPS_ZC_FOREVER	(jiffies + MAX_JIFFY_OFFSET)
 
 /**
  * hps_zc_setup() - zero-copy needs of a new QP
@@ -305,12 +340,13 @@ static int hps_zc_post(struct hps_sock *hs, struct ib_reg_wr *reg,
 	int err;
 
 	lockdep_assert_held(&hs->lock);
-	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
+	sock_owned_by_me(&hs->sk);
+	/* Another thread may have shut the socket down while we waited. */
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    hs->sk.sk_shutdown & SEND_SHUTDOWN)
 		return -EPIPE;
-	/* Close a partly filled buffer: its bytes come first. */
-	if (hs->tx_fill - hs->tx_done < hs->ntx &&
-	    hs->tx[hs->tx_fill % hs->ntx].len && !hs->tx_filling)
-		hs->tx_fill++;
+	/* A partly filled buffer goes first: its bytes come first. */
+	hps_tx_close_open(hs);
 	hps_tx_push(hs);
 	if (!hps_tx_flushed(hs) || hs->tx_credits < 2 ||
 	    hs->ctrl_head - hs->ctrl_done >= HPS_NCTRL)
@@ -344,13 +380,17 @@ static bool hps_zc_tx_answered(struct hps_sock *hs)
 
 /*
  * Wait for the answer to our SRCAVAIL; cancel after HPS_ZC_CANCEL_TIMEOUT,
- * on a signal or when the send timeout runs out. Socket lock held.
+ * on a signal or when the send timeout runs out. The peer answers a
+ * CANCEL at once; if it has not within HPS_ZC_REPLY_TIMEOUT, or the writer
+ * is killed meanwhile, the connection is aborted (its teardown revokes the
+ * key). Socket lock held.
  */
 static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	struct sock *sk = &hs->sk;
 	unsigned long deadline = jiffies + HPS_ZC_CANCEL_TIMEOUT;
+	int err;
 
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (!hps_zc_tx_answered(hs)) {
@@ -372,13 +412,66 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
 	hps_stat_inc(HPS_STAT_ZC_CANCELS);
-	deadline = jiffies + HPS_ZC_REPLY_TIMEOUT;
-	hps_zc_wait_idle(sk, hps_zc_tx_answered(hs) ||
-			 time_after_eq(jiffies, deadline));
-	if (!hps_zc_tx_answered(hs)) {
+	err = hps_zc_wait(sk, hps_zc_tx_answered(hs),
+			  jiffies + HPS_ZC_REPLY_TIMEOUT, TASK_KILLABLE);
+	if (err == -ETIMEDOUT) {
 		pr_warn_ratelimited("no answer to a zero-copy cancel: reset\n");
 		hps_abort(hs, ETIMEDOUT, true);
+		return;
 	}
+	/*
+	 * Killed: the answer normally comes within a round trip, and then
+	 * the connection lives on; the pages cannot go before it (or the
+	 * abort's teardown revoking the key) in any case.
+	 */
+	if (err && hps_zc_wait(sk, hps_zc_tx_answered(hs),
+			       jiffies + HPS_ZC_CANCEL_TIMEOUT,
+			       TASK_UNINTERRUPTIBLE))
+		hps_abort(hs, ECONNABORTED, true);
+}
+
+/*
+ * Is this send one for zero copy? A blocking send of at least zc_thresh
+ * bytes of user memory on a connection set up for it, over a device that
+ * can register memory remotely. Context: socket lock held.
+ */
+static bool hps_zc_tx_eligible(struct hps_sock *hs, struct msghdr *msg,
+			       long timeo)
+{
+	sock_owned_by_me(&hs->sk);
+	return hs->zc_thresh && hs->zc_cap && timeo && hs->qp &&
+	       test_bit(HPS_F_CONN_UP, &hs->flags) &&
+	       user_backed_iter(&msg->msg_iter) &&
+	       iov_iter_count(&msg->msg_iter) >= hs->zc_thresh &&
+	       hs->dev->ibdev->attrs.device_cap_flags &
+	       IB_DEVICE_MEM_MGT_EXTENSIONS;
+}
+
+/* The MR zero-copy sends register pages with, made on first use. */
+static struct ib_mr *hps_zc_mr(struct hps_sock *hs, u32 maxpages)
+{
+	struct ib_device *ibdev = hs->dev->ibdev;
+	struct ib_mr *mr;
+	u32 mrpages;
+
+	lockdep_assert_held(&hs->lock);
+	if (hs->zc_mr)
+		return hs->zc_mr;
+	/*
+	 * One page more than is ever registered, where the device allows
+	 * it: rxe as in Debian's 6.1 (before its page map became an xarray)
+	 * reads one entry past the map of an MR when an RDMA Read ends
+	 * exactly at the end of a full block of 256 pages (rxe_mr_copy();
+	 * KASAN slab-out-of-bounds, Documentation/zcopy.rst). Unused, the
+	 * extra entry costs nothing on the wire.
+	 */
+	mrpages = min_t(u32, maxpages + 1,
+			ibdev->attrs.max_fast_reg_page_list_len);
+	mr = ib_alloc_mr(hs->dev->pd, IB_MR_TYPE_MEM_REG, mrpages);
+	if (IS_ERR(mr))
+		return NULL;
+	hs->zc_mr = mr;
+	return mr;
 }
 
 /**
@@ -392,6 +485,10 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
  *	  advances @msg past what it copies from there, then calls
  *	  hps_zc_rest_done()
  *
+ * The caller waited for room (hps_tx_wait()) and has held the socket lock
+ * since: no other writer's zero-copy send is under way. This one owns the
+ * sending side (HPS_F_ZC_TX_OWNED) until it returns.
+ *
  * Context: process, socket lock held (released while waiting).
  * Return: bytes sent (possibly 0, with @copy_rest set); 0 if they do not
  * qualify; -errno if nothing was sent.
@@ -400,10 +497,11 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		    bool *copy_rest, struct hps_zc_rest *rest)
 {
 	struct sock *sk = &hs->sk;
-	struct ib_device *ibdev;
 	struct hps_srcavail sa;
 	struct ib_reg_wr reg = {};
 	struct sg_table sgt;
+	struct hps_dev *dev;
+	struct ib_mr *mr;
 	struct hps_reg *r;
 	u32 npages, off, maxpages;
 	ssize_t ret;
@@ -412,35 +510,21 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	sock_owned_by_me(sk);
 	might_sleep();
-	if (!hs->zc_thresh || !hs->zc_cap || !*timeo || !hs->qp ||
-	    !test_bit(HPS_F_CONN_UP, &hs->flags) ||
-	    !user_backed_iter(&msg->msg_iter) ||
-	    iov_iter_count(&msg->msg_iter) < hs->zc_thresh)
+	if (!hps_zc_tx_eligible(hs, msg, *timeo))
 		return 0;
-	ibdev = hs->dev->ibdev;
-	if (!(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS))
-		return 0;
+	dev = hs->dev;
 	maxpages = min_t(u32, HPS_ZC_PAGES,
-			 ibdev->attrs.max_fast_reg_page_list_len);
-	if (!hs->zc_mr) {
-		/*
-		 * One page more than is ever registered, where the device
-		 * allows it: rxe as in Debian's 6.1 (before its page map
-		 * became an xarray) reads one entry past the map of an MR
-		 * when an RDMA Read ends exactly at the end of a full block
-		 * of 256 pages (rxe_mr_copy(); KASAN slab-out-of-bounds,
-		 * Documentation/zcopy.rst). Unused, the extra entry costs
-		 * nothing on the wire.
-		 */
-		u32 mrpages = min_t(u32, maxpages + 1,
-				    ibdev->attrs.max_fast_reg_page_list_len);
-		struct ib_mr *mr = ib_alloc_mr(hs->dev->pd, IB_MR_TYPE_MEM_REG,
-					       mrpages);
-
-		if (IS_ERR(mr))
-			return 0;
-		hs->zc_mr = mr;
-	}
+			 dev->ibdev->attrs.max_fast_reg_page_list_len);
+	spin_lock_bh(&hs->lock);
+	DEBUG_NET_WARN_ON_ONCE(test_bit(HPS_F_ZC_TX_OWNED, &hs->flags));
+	mr = hps_zc_mr(hs, maxpages);
+	if (mr)
+		set_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+	spin_unlock_bh(&hs->lock);
+	if (!mr)
+		return 0;
+	/* The device stays while its pages are mapped, past a teardown. */
+	kref_get(&dev->ref);
 
 	ret = hps_zc_pin(hs, &msg->msg_iter, hs->zc_thresh,
 			 iov_iter_count(&msg->msg_iter), maxpages, false, &r,
@@ -449,29 +533,29 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		/* Not every chunk of this send again: copy the rest of it. */
 		if (ret < 0)
 			*copy_rest = true;
-		return 0;
+		ret = 0;
+		goto out_own;
 	}
 	n = ret;
 	ret = 0;
 	if (sg_alloc_table_from_pages(&sgt, r->pages, npages, off, n,
 				      GFP_KERNEL))
 		goto out_unpin;
-	if (ib_dma_map_sgtable_attrs(ibdev, &sgt, DMA_TO_DEVICE, 0))
+	if (ib_dma_map_sgtable_attrs(dev->ibdev, &sgt, DMA_TO_DEVICE, 0))
 		goto out_free_sgt;
-	ib_update_fast_reg_key(hs->zc_mr, ib_inc_rkey(hs->zc_mr->rkey));
-	if (ib_map_mr_sg(hs->zc_mr, sgt.sgl, sgt.nents, NULL, PAGE_SIZE) !=
-	    sgt.nents)
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	if (ib_map_mr_sg(mr, sgt.sgl, sgt.nents, NULL, PAGE_SIZE) != sgt.nents)
 		goto out_unmap;
 
 	reg.wr.opcode = IB_WR_REG_MR;
 	reg.wr.wr_cqe = &hs->zc_reg_cqe;
-	reg.mr = hs->zc_mr;
-	reg.key = hs->zc_mr->rkey;
+	reg.mr = mr;
+	reg.key = mr->rkey;
 	reg.access = IB_ACCESS_REMOTE_READ;
 	hs->zc_reg_cqe.done = hps_zc_reg_done;
 	hs->zc_inv_cqe.done = hps_zc_inv_done;
-	sa.addr = cpu_to_be64(hs->zc_mr->iova);
-	sa.rkey = cpu_to_be32(hs->zc_mr->rkey);
+	sa.addr = cpu_to_be64(mr->iova);
+	sa.rkey = cpu_to_be32(mr->rkey);
 	sa.len = cpu_to_be32(n);
 
 	if (hps_inject_ms(HPS_INJ_ZC_TX_POST)) {
@@ -500,8 +584,9 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	/*
 	 * Revoke the key before the pages go back. HPS_F_ZC_TX stays set
-	 * until then: other writers wait, so the MR is not registered again
-	 * while its LOCAL_INV is in flight.
+	 * until then: a FIN waits, and the MR is not registered again while
+	 * its LOCAL_INV is in flight. A teardown (the connection went down
+	 * while we slept) deregisters the MR instead, after the QP's drain.
 	 */
 	spin_lock_bh(&hs->lock);
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
@@ -510,7 +595,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 			.opcode		= IB_WR_LOCAL_INV,
 			.wr_cqe		= &hs->zc_inv_cqe,
 			.send_flags	= IB_SEND_SIGNALED,
-			.ex.invalidate_rkey = hs->zc_mr->rkey,
+			.ex.invalidate_rkey = mr->rkey,
 		};
 
 		err = ib_post_send(hs->qp, &inv, NULL);
@@ -524,12 +609,16 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		hps_conn_error(hs, ECONNRESET);
 	}
 	spin_unlock_bh(&hs->lock);
-	hps_zc_wait_idle(sk, test_bit(HPS_F_ZC_TX_INV, &hs->flags) ||
-			 !hs->zc_mr);
-	spin_lock_bh(&hs->lock);
+	/* Local work (or connd's teardown): bounded, not the peer's to delay. */
+	if (hps_zc_wait(sk, test_bit(HPS_F_ZC_TX_INV, &hs->flags) ||
+			!hs->zc_mr, jiffies + HPS_ZC_REPLY_TIMEOUT,
+			TASK_UNINTERRUPTIBLE)) {
+		pr_warn_ratelimited("no completion of an invalidation: reset\n");
+		hps_abort(hs, ETIMEDOUT, false);
+		hps_zc_wait(sk, !hs->zc_mr, HPS_ZC_FOREVER,
+			    TASK_UNINTERRUPTIBLE);
+	}
 	clear_bit(HPS_F_ZC_TX, &hs->flags);
-	hps_tx_push(hs);	/* a FIN may have waited for us */
-	spin_unlock_bh(&hs->lock);
 
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
 	    test_bit(HPS_F_ZC_TX_INV, &hs->flags)) {
@@ -551,13 +640,19 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		ret = -EPIPE;
 	}
 out_unmap:
-	ib_dma_unmap_sgtable_attrs(ibdev, &sgt, DMA_TO_DEVICE, 0);
+	ib_dma_unmap_sgtable_attrs(dev->ibdev, &sgt, DMA_TO_DEVICE, 0);
 out_free_sgt:
 	sg_free_table(&sgt);
 out_unpin:
 	if (r)
 		hps_reg_put(r, 0);
-	hps_zc_wake(sk);	/* writers that waited for HPS_F_ZC_TX */
+out_own:
+	hps_dev_put(dev);
+	spin_lock_bh(&hs->lock);
+	clear_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+	hps_tx_push(hs);	/* a FIN may have waited for us */
+	spin_unlock_bh(&hs->lock);
+	hps_zc_wake(sk);	/* writers that waited for their turn */
 	return ret;
 }
 
@@ -590,7 +685,8 @@ void hps_zc_push(struct hps_sock *hs)
 
 /**
  * hps_zc_rx_abandon() - take the rest of the peer's SRCAVAIL by copy
- * @hs: the connection, with a live hs->zc_rx and no read in flight
+ * @hs: the connection, with a live hs->zc_rx and no read in flight (the
+ *	reader owning it, if any, finds it gone and reads by copy too)
  *
  * Answers SENDSM; the remaining bytes will arrive as DATA behind it.
  *
@@ -601,7 +697,7 @@ void hps_zc_rx_abandon(struct hps_sock *hs)
 	struct hps_buf *b = hs->zc_rx;
 
 	lockdep_assert_held(&hs->lock);
-	hs->rx_queued -= b->len - b->off;
+	WRITE_ONCE(hs->rx_queued, hs->rx_queued - (b->len - b->off));
 	b->len = b->off;
 	b->dead = true;
 	hs->zc_rx = NULL;
@@ -643,7 +739,7 @@ int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len)
 		b->off = 0;
 		b->dead = false;
 		list_add_tail(&b->list, &hs->rx_ready);
-		hs->rx_queued += n;
+		WRITE_ONCE(hs->rx_queued, hs->rx_queued + n);
 		hs->rx_nready++;
 		hs->zc_rx = b;
 		return 1;
@@ -686,29 +782,33 @@ int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len)
 static void hps_zc_read_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct hps_sock *hs = wc->qp->qp_context;
+	bool ok = wc->status == IB_WC_SUCCESS, orphan;
 	struct hps_buf *b;
-	bool ok = wc->status == IB_WC_SUCCESS;
 
-	if (hps_inject_defer_wc(hs, cq, wc, hps_zc_read_done))
+	if (hps_inject_defer_wc(hs, cq, wc, HPS_INJ_ZC_RD_DONE,
+				hps_zc_read_done))
 		return;
 	rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
 			    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
 			    DMA_FROM_DEVICE);
 	spin_lock(&hs->lock);
 	b = hs->zc_rx;
+	orphan = test_bit(HPS_F_ZC_RD_ORPHAN, &hs->flags);
 	hs->zc_rd_ok = ok && b;
-	if (hs->zc_rd_ok) {
+	/* An orphaned read does not count: the next reader reads it again. */
+	if (hs->zc_rd_ok && !orphan) {
 		b->off += hs->zc_rd_len;
-		hs->rx_queued -= hs->zc_rd_len;
+		WRITE_ONCE(hs->rx_queued, hs->rx_queued - hs->zc_rd_len);
 		hs->rx_bytes += hs->zc_rd_len;
 		if (b->off == b->len) {
 			b->dead = true;
 			hs->zc_rx = NULL;
 			set_bit(HPS_F_ZC_DONE_OWED, &hs->flags);
-		} else if (test_bit(HPS_F_ZC_RX_CANCEL, &hs->flags)) {
-			hps_zc_rx_abandon(hs);
 		}
 	}
+	/* The peer cancelled meanwhile: the rest comes by copy. */
+	if (hs->zc_rx && test_bit(HPS_F_ZC_RX_CANCEL, &hs->flags))
+		hps_zc_rx_abandon(hs);
 	clear_bit(HPS_F_ZC_RX_CANCEL, &hs->flags);
 	clear_bit(HPS_F_ZC_READING, &hs->flags);
 	hps_tx_push(hs);
@@ -718,7 +818,51 @@ static void hps_zc_read_done(struct ib_cq *cq, struct ib_wc *wc)
 				    ib_wc_status_msg(wc->status), wc->status);
 	if (!ok)
 		hps_conn_error(hs, ECONNRESET);
+	if (orphan)
+		hps_connd_kick(hs, HPS_W_ZC_REAP);
 	hps_zc_wake(&hs->sk);
+}
+
+/*
+ * The reader is done with the zero-copy read state: give the pages back
+ * and let the next reader in. Context: socket lock held.
+ */
+static void hps_zc_rd_release(struct hps_sock *hs)
+{
+	struct hps_reg *r = hs->zc_rd_reg;
+
+	sock_owned_by_me(&hs->sk);
+	sg_free_table(&hs->zc_rd_sgt);
+	hs->zc_rd_reg = NULL;
+	/* written pages are dirty, even those of a killed reader */
+	hps_reg_put(r, hs->zc_rd_ok ? hs->zc_rd_npages : 0);
+	clear_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
+	hps_zc_wake(&hs->sk);
+}
+
+/**
+ * hps_zc_rx_reap() - clean up after a reader killed mid RDMA Read
+ * @hs: the connection
+ *
+ * Once the orphaned read has completed (or was flushed by a teardown),
+ * its pages go back and the next reader may read the SRCAVAIL.
+ *
+ * Context: connection thread (HPS_W_ZC_REAP, teardown), socket lock held.
+ */
+void hps_zc_rx_reap(struct hps_sock *hs)
+{
+	bool reap;
+
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	spin_lock_bh(&hs->lock);
+	reap = test_bit(HPS_F_ZC_RD_ORPHAN, &hs->flags) &&
+	       !test_bit(HPS_F_ZC_READING, &hs->flags);
+	if (reap)
+		clear_bit(HPS_F_ZC_RD_ORPHAN, &hs->flags);
+	spin_unlock_bh(&hs->lock);
+	if (reap)
+		hps_zc_rd_release(hs);
 }
 
 /**
@@ -743,25 +887,19 @@ bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 	       len >= min_t(u32, HPS_ZC_RX_MIN, b->len - b->off);
 }
 
-/* Undo a read that was set up but not posted. Context: socket lock held. */
-static void hps_zc_rd_undo(struct hps_sock *hs, struct hps_reg *r)
-{
-	rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
-			    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
-			    DMA_FROM_DEVICE);
-	sg_free_table(&hs->zc_rd_sgt);
-	hps_reg_put(r, 0);
-}
-
 /**
  * hps_zc_recv() - read the SRCAVAIL at the head of the queue into @msg
  * @hs: the connection; hs->zc_rx is the first buffer of rx_ready
  * @msg: the destination, user memory
  * @len: most bytes to read
  *
+ * Owns the receiving side (HPS_F_ZC_RX_BUSY) until the pages are given
+ * back: other readers wait. See the top of this file for what a signal,
+ * a kill and a read that does not complete do.
+ *
  * Context: process, socket lock held (released while the read runs).
- * Return: bytes read; 0 if the SRCAVAIL had to be taken by copy instead;
- * -errno.
+ * Return: bytes read; 0 if another reader owns the SRCAVAIL (wait for it)
+ * or it had to be taken by copy instead; -errno.
  */
 int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 {
@@ -778,7 +916,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	might_sleep();
 	spin_lock_bh(&hs->lock);
 	b = hs->zc_rx;
-	if (!b) {
+	if (!b || test_and_set_bit(HPS_F_ZC_RX_BUSY, &hs->flags)) {
 		spin_unlock_bh(&hs->lock);
 		return 0;
 	}
@@ -804,14 +942,19 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 		goto fallback_sgt;
 
 	spin_lock_bh(&hs->lock);
+	hs->zc_rd_reg = r;
+	hs->zc_rd_npages = npages;
+	hs->zc_rd_len = n;
+	hs->zc_rd_ok = false;
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) || hs->zc_rx != b) {
 		/* Cancelled meanwhile, or the connection went down. */
 		spin_unlock_bh(&hs->lock);
-		hps_zc_rd_undo(hs, r);
+		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
+				    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
+				    DMA_FROM_DEVICE);
+		hps_zc_rd_release(hs);
 		return 0;
 	}
-	hs->zc_rd_len = n;
-	hs->zc_rd_ok = false;
 	set_bit(HPS_F_ZC_READING, &hs->flags);
 	ret = rdma_rw_ctx_post(&hs->zc_rw, hs->qp, hs->zc_port,
 			       &hs->zc_rd_cqe, NULL);
@@ -819,7 +962,10 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 		pr_warn_ratelimited("posting an RDMA Read failed: %d\n", ret);
 		clear_bit(HPS_F_ZC_READING, &hs->flags);
 		spin_unlock_bh(&hs->lock);
-		hps_zc_rd_undo(hs, r);
+		rdma_rw_ctx_destroy(&hs->zc_rw, hs->qp, hs->zc_port,
+				    hs->zc_rd_sgt.sgl, hs->zc_rd_sgt.orig_nents,
+				    DMA_FROM_DEVICE);
+		hps_zc_rd_release(hs);
 		hps_conn_error(hs, ECONNRESET);
 		return -ECONNRESET;
 	}
@@ -831,11 +977,28 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 		lock_sock(sk);
 	}
 	/* The device writes into the pages until the completion. */
-	hps_zc_wait_idle(sk, !test_bit(HPS_F_ZC_READING, &hs->flags));
-	sg_free_table(&hs->zc_rd_sgt);
-	hps_reg_put(r, hs->zc_rd_ok ? npages : 0);
-	if (!hs->zc_rd_ok)
-		return -ECONNRESET;
+	ret = hps_zc_wait(sk, !test_bit(HPS_F_ZC_READING, &hs->flags),
+			  jiffies + HPS_ZC_REPLY_TIMEOUT, TASK_KILLABLE);
+	if (ret == -ETIMEDOUT) {
+		pr_warn_ratelimited("an RDMA Read did not complete: reset\n");
+		hps_abort(hs, ETIMEDOUT, true);
+		ret = hps_zc_wait(sk, !test_bit(HPS_F_ZC_READING, &hs->flags),
+				  HPS_ZC_FOREVER, TASK_KILLABLE);
+	}
+	if (ret == -EINTR) {
+		/* Killed: leave now, connd gives the pages back later. */
+		spin_lock_bh(&hs->lock);
+		if (test_bit(HPS_F_ZC_READING, &hs->flags)) {
+			set_bit(HPS_F_ZC_RD_ORPHAN, &hs->flags);
+			spin_unlock_bh(&hs->lock);
+			return -EINTR;
+		}
+		spin_unlock_bh(&hs->lock);
+	}
+	ret = hs->zc_rd_ok ? n : -ECONNRESET;
+	hps_zc_rd_release(hs);
+	if (ret < 0)
+		return ret;
 	iov_iter_advance(&msg->msg_iter, n);
 	hps_stat_inc(HPS_STAT_ZC_RX_READS);
 	hps_stat_add(HPS_STAT_ZC_RX_BYTES, n);
@@ -847,8 +1010,10 @@ fallback_unpin:
 	hps_reg_put(r, 0);
 fallback:
 	spin_lock_bh(&hs->lock);
-	if (hs->zc_rx == b && !test_bit(HPS_F_ZC_READING, &hs->flags))
+	if (hs->zc_rx == b)
 		hps_zc_rx_abandon(hs);
+	clear_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
 	spin_unlock_bh(&hs->lock);
+	hps_zc_wake(sk);
 	return 0;
 }
