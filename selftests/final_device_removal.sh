@@ -6,11 +6,15 @@
 # after all the hps_* tests:
 #   ./tools/vm/hps-vm run [--rdma siw] -- ./selftests/final_device_removal.sh
 # A transfer is running while the device goes away: both ends must fail
-# (ECONNABORTED/EPIPE), a listener bound to the device must not block the
-# removal, rmmod must be refused while sockets exist. Then a new device of
+# (ECONNABORTED/EPIPE); a listener bound to the device, a socket only bound
+# to it and a connect() from it still resolving its peer's address must not
+# block the removal (peer_devhold checks what becomes of the last two);
+# rmmod must be refused while sockets exist. Then a new device of
 # the same kind is added (the module still loaded): a new connection must
 # work on it, checksummed. Then every socket is closed, rmmod must succeed,
 # and after insmod again a new connection must work once more.
+#
+# hps-configs: 1:rxe 1:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 xfer=./tools/hps_xfer
@@ -23,10 +27,25 @@ sleep 1
 $xfer -c "$HPS_SELF" $port -n 4000000000 >/tmp/dr_cli.log 2>&1 &
 cli=$!
 sleep 3
+# Sockets without a connection: the connect's address resolution must be
+# under way when the device goes, so no one may answer for its peer (on a
+# dummy interface, which answers for everyone, ARP is turned on meanwhile).
+noarp=$(ip -o link show "$HPS_IFNAME" | grep -c NOARP)
+[ "$noarp" = 1 ] && ip link set "$HPS_IFNAME" arp on
+coproc HOLD { ./selftests/peer_devhold "$HPS_SELF" 198.18.0.99 $((port + 7)); }
+hold=$HOLD_PID
+read -r -t 10 ready <&"${HOLD[0]}"
+[ "$ready" = ready ] || { echo "FAIL: peer_devhold did not start"; fail=1; }
 if rmmod af_hps 2>/dev/null; then
 	echo "FAIL: rmmod succeeded with open sockets"; fail=1
 fi
+t0=$(date +%s.%N)
 timeout 60 rdma link delete "$HPS_IBDEV" || { echo "FAIL: rdma link delete"; fail=1; }
+echo "# rdma link delete took $(echo "$(date +%s.%N) - $t0" | bc) s"
+echo go >&"${HOLD[1]}"
+timeout 30 cat <&"${HOLD[0]}"
+wait "$hold" || { echo "FAIL: peer_devhold"; fail=1; }
+[ "$noarp" = 1 ] && ip link set "$HPS_IFNAME" arp off
 timeout 60 tail --pid=$cli -f /dev/null
 wait $cli; rc=$?
 [ $rc = 0 ] && { echo "FAIL: client did not notice the removal"; fail=1; }

@@ -5,6 +5,8 @@
  * byte accounted for (hps_words.h). The other end is this program on the
  * peer node, started with --peer (peer_main()). With one node the peer is
  * this node and the stream goes over RDMA loopback.
+ *
+ * hps-configs: 2:rxe 2:siw
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -13,11 +15,11 @@
 #include "hps_words.h"
 
 /*
- * node 2: hps_share --peer PORT ROLE N ZC MIB
+ * node 2: hps_across --peer PORT ROLE N ZC WORDS
  * ROLE r: accept one connection, read it with N readers and check it
- * (writers 0..3 of MIB MiB each, as the connecting side announces in its
- * first word); ROLE w: accept one connection and write MIB MiB with each
- * of N writers. Prints one line and exits 0 if all was well.
+ * (as many writers as the connecting side announces in its first word,
+ * WORDS words each); ROLE w: accept one connection and write WORDS words
+ * with each of N writers. Prints one line and exits 0 if all was well.
  */
 static int peer_main(int argc, char **argv)
 {
@@ -33,7 +35,7 @@ static int peer_main(int argc, char **argv)
 	role = argv[3][0];
 	n = atoi(argv[4]);
 	zc = atoi(argv[5]);
-	s.words = atol(argv[6]) * (1 << 20) / WORD;
+	s.words = atol(argv[6]);
 	l = socket(AF_HPS, SOCK_STREAM, 0);
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	set_int(l, SOL_HPS, HPS_ZCOPY_THRESH, zc);
@@ -70,7 +72,7 @@ static int peer_main(int argc, char **argv)
 }
 
 static int peer_start(char *job, size_t joblen, int port, char role, int n,
-		      int zc, int mib)
+		      int zc, size_t words)
 {
 	char cmd[PATH_MAX + 256], exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -80,8 +82,8 @@ static int peer_start(char *job, size_t joblen, int port, char role, int n,
 		return -1;
 	exe[len] = 0;
 	snprintf(cmd, sizeof(cmd),
-		 "hps-vm-peer --bg %s --peer %d %c %d %d %d", exe, port, role,
-		 n, zc, mib);
+		 "hps-vm-peer --bg %s --peer %d %c %d %d %zu", exe, port, role,
+		 n, zc, words);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
@@ -143,13 +145,13 @@ static int across_connect(int port, int zc)
 /* Writers here, readers on the peer. */
 TEST_F_TIMEOUT(across, writers_here_readers_there, 600)
 {
-	struct share s = { .nw = variant->n, .words = variant->mib * (1 << 20) / WORD,
+	struct share s = { .nw = variant->n, .words = share_words(variant->mib),
 			   .wmin = 1, .wmax = KB(256), .stall = 20 };
 	unsigned long long hello = variant->n;
 	int port = hps_rand_port();
 
 	ASSERT_EQ(0, peer_start(self->job, sizeof(self->job), port, 'r',
-				variant->n, variant->zc, variant->mib));
+				variant->n, variant->zc, s.words));
 	self->fd = across_connect(port, variant->zc);
 	ASSERT_LE(0, self->fd) TH_LOG("connect to the peer: %s", strerror(errno));
 	ASSERT_EQ(sizeof(hello), send(self->fd, &hello, sizeof(hello), 0));
@@ -162,12 +164,12 @@ TEST_F_TIMEOUT(across, writers_here_readers_there, 600)
 /* Writers on the peer, readers here. */
 TEST_F_TIMEOUT(across, writers_there_readers_here, 600)
 {
-	struct share s = { .nr = variant->n, .words = variant->mib * (1 << 20) / WORD,
+	struct share s = { .nr = variant->n, .words = share_words(variant->mib),
 			   .rmin = 1, .rmax = KB(256), .stall = 20 };
 	int port = hps_rand_port();
 
 	ASSERT_EQ(0, peer_start(self->job, sizeof(self->job), port, 'w',
-				variant->n, variant->zc, variant->mib));
+				variant->n, variant->zc, s.words));
 	self->fd = across_connect(port, variant->zc);
 	ASSERT_LE(0, self->fd) TH_LOG("connect to the peer: %s", strerror(errno));
 	s.rfd = self->fd;

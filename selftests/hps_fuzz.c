@@ -13,15 +13,29 @@
  * left and the module refcount is back. The kernel must stay clean (the
  * VM runner fails the run on any WARN, BUG, KASAN, lockdep or refcount
  * report). The run ends after HPS_FUZZ_ITERS calls (default 2,000,000) or
- * HPS_FUZZ_SECONDS seconds (default 30), whichever comes first; make check
- * runs the defaults, a longer run is e.g. HPS_FUZZ_SECONDS=3600
+ * HPS_FUZZ_SECONDS seconds (default 20; 300 in make check-full), whichever
+ * comes first; a longer run is e.g. HPS_FUZZ_SECONDS=3600
  * HPS_FUZZ_ITERS=1000000000 (Documentation/reliability.rst). HPS_FUZZ_SEED
  * replays a run: the seed is printed first (a replay is exact up to the
  * point where timing changes what a call finds). The harness timeout
  * (4 hours) only catches a runaway: the seconds bound the run.
+ *
+ * The concurrent mode (concurrent.*), as syzkaller's concurrent programs:
+ * several threads and a forked child call into the same pool of sockets at
+ * once, blocking sockets with short timeouts this time (so zero-copy sends
+ * and reads wait, as a shared socket's callers do), large sends and reads
+ * beside the random calls, slots closed and refilled under the other
+ * threads' feet, and signals interrupting blocked calls; with zero copy
+ * off and on, and once with the smallest windows (3 credits of 4 KiB).
+ * HPS_FUZZ_MT_SECONDS (default 15; 120 in make check-full) bounds each; a watchdog fails the run
+ * if any call does not return within 60 s.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -36,7 +50,8 @@
 #define POOL	24
 #define BUFSZ	(1 << 20)
 
-static unsigned long long rng;
+static __thread unsigned long long rng;
+static int mt_mode;			/* the concurrent mode runs */
 
 static unsigned int rnd(void)
 {
@@ -130,11 +145,14 @@ static int errno_ok(int e)
 	 * peer credentials; TCP gives them too */
 	case ENOENT: case EDOM: case ENODATA:
 		return 1;
+	/* concurrent mode: another thread closed the slot's descriptor */
+	case ENOTSOCK:
+		return mt_mode;
 	}
 	return 0;
 }
 
-static volatile int cur_op = -1;	/* for the watchdog's message */
+static __thread volatile int cur_op = -1; /* for the watchdog's message */
 static int fail_mode;			/* HPS_FUZZ_FAIL: see below */
 
 static void on_alarm(int sig)
@@ -163,7 +181,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	_exit(4);
 }
 
-static int pool[POOL];
+static __thread int pool[POOL];	/* per thread: crefill() lends it */
 
 static int nonblock(int fd)
 {
@@ -380,7 +398,8 @@ FIXTURE_TEARDOWN(fuzz) {}
 TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 {
 	long iters = atol(hps_env("HPS_FUZZ_ITERS", "2000000"));
-	double limit = atof(hps_env("HPS_FUZZ_SECONDS", "30"));
+	double limit = atof(hps_env("HPS_FUZZ_SECONDS",
+				    getenv("HPS_FULL") ? "300" : "20"));
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
 	long ref0 = hps_module_refcnt();
 	int unexpected = 0, ok = 0, l, i, failfd = -1;
@@ -485,6 +504,298 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	}
 
 	/* And AF_HPS still carries data intact. */
+	EXPECT_EQ(0, still_works());
+}
+
+/* --- the concurrent mode --- */
+
+#define POOLC		8
+#define WORKERS		4
+#define BIGBUF		(1 << 20)
+
+static _Atomic int cpool[POOLC];
+static atomic_bool cstop;
+
+struct cworker {
+	pthread_t t;
+	int id;
+	unsigned long long seed;
+	char *big;
+	_Atomic double busy_since;	/* 0 when not in a call */
+	_Atomic int op;
+	long calls, unexpected, ok;
+};
+
+static void on_usr1(int sig)
+{
+}
+
+/* A blocking socket with short timeouts and the variant's zero copy. */
+static int cblock(int fd, int zc)
+{
+	struct timeval tv = { 0, 100000 + rnd() % 300000 };
+
+	if (fd < 0)
+		return fd;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_HPS, HPS_ZCOPY_THRESH, &zc, sizeof(zc));
+	return fd;
+}
+
+/*
+ * Refill slot @i of the shared pool (the old socket is closed); the other
+ * end of a new connection, if kept, goes into a random slot.
+ */
+static void crefill(int i, int l, int zc)
+{
+	int saved[2] = { pool[0], pool[1] }, old;
+
+	/* refill() works on pool[0] (and pool[1] for a peer): lend them */
+	pool[0] = pool[1] = -1;
+	refill(0, l);
+	old = atomic_exchange(&cpool[i], cblock(pool[0], zc));
+	if (old >= 0)
+		close_now(old);
+	if (pool[1] >= 0) {
+		old = atomic_exchange(&cpool[rnd() % POOLC], cblock(pool[1], zc));
+		if (old >= 0)
+			close_now(old);
+	}
+	pool[0] = saved[0];
+	pool[1] = saved[1];
+}
+
+/* The large, blocking transfers a shared socket's callers make. */
+static void big_call(struct cworker *w, int fd)
+{
+	size_t n = rnd() % 3 ? 65536 + rnd() % (BIGBUF - 65536) : 1 + rnd() % 8192;
+	ssize_t r;
+
+	switch (rnd() % 3) {
+	case 0:
+		r = send(fd, w->big, n, MSG_NOSIGNAL);
+		break;
+	case 1:
+		r = recv(fd, w->big, n, 0);
+		break;
+	default:
+		r = recv(fd, w->big, n, MSG_PEEK);
+		break;
+	}
+	if (r < 0 && !errno_ok(errno)) {
+		w->unexpected++;
+		fprintf(stderr, "# big call: unexpected errno %d (%s)\n", errno,
+			strerror(errno));
+	} else if (r >= 0) {
+		w->ok++;
+	}
+}
+
+static int cl, czc;
+
+static void *cworker_fn(void *arg)
+{
+	struct cworker *w = arg;
+	int dummy_ok = 0;
+
+	rng = w->seed | 1;
+	w->big = malloc(BIGBUF);
+	memset(w->big, w->id, BIGBUF);
+	while (!atomic_load(&cstop)) {
+		int i = rnd() % POOLC, fd;
+
+		atomic_store(&w->busy_since, hps_now());
+		if (rnd() % 300 == 0) {
+			atomic_store(&w->op, 100);
+			crefill(i, cl, czc);
+		}
+		fd = atomic_load(&cpool[i]);
+		if (fd >= 0) {
+			if (rnd() % 3 == 0) {
+				atomic_store(&w->op, 200);
+				big_call(w, fd);
+			} else {
+				int u = 0;
+
+				one_call(fd, &u, &dummy_ok);
+				atomic_store(&w->op, cur_op);
+				w->unexpected += u;
+			}
+		}
+		atomic_store(&w->busy_since, 0);
+		w->calls++;
+	}
+	w->ok += dummy_ok;
+	free(w->big);
+	return NULL;
+}
+
+/* Several threads, each call bounded; returns the unexpected errnos. */
+static long crun(double seconds, unsigned long long seed, long *calls)
+{
+	struct cworker w[WORKERS] = {};
+	double t0 = hps_now();
+	long unexpected = 0;
+	int i;
+
+	atomic_store(&cstop, false);
+	for (i = 0; i < WORKERS; i++) {
+		w[i].id = i;
+		w[i].seed = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
+		pthread_create(&w[i].t, NULL, cworker_fn, &w[i]);
+	}
+	/* signals interrupt blocked calls; a call stuck for 60 s fails */
+	while (hps_now() - t0 < seconds) {
+		usleep(50000);
+		pthread_kill(w[rnd() % WORKERS].t, SIGUSR1);
+		for (i = 0; i < WORKERS; i++) {
+			double b = atomic_load(&w[i].busy_since);
+
+			if (b && hps_now() - b > 60) {
+				fprintf(stderr, "# worker %d: a call did not return in 60 s (op %d)\n",
+					i, atomic_load(&w[i].op));
+				_exit(3);
+			}
+		}
+	}
+	atomic_store(&cstop, true);
+	for (i = 0; i < WORKERS; i++) {
+		pthread_join(w[i].t, NULL);
+		*calls += w[i].calls;
+		unexpected += w[i].unexpected;
+	}
+	return unexpected;
+}
+
+static int sysctl_set(const char *knob, const char *val, char *old, size_t n)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", knob);
+	if (old) {
+		f = fopen(path, "r");
+		if (!f || !fgets(old, n, f))
+			return -1;
+		fclose(f);
+		old[strcspn(old, "\n")] = 0;
+	}
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%s\n", val);
+	return fclose(f);
+}
+
+FIXTURE(concurrent)
+{
+	char credits[32], buf_size[32];
+};
+
+FIXTURE_VARIANT(concurrent)
+{
+	int zc;
+	int tiny;	/* 3 credits of 4 KiB: every window runs out */
+};
+
+FIXTURE_VARIANT_ADD(concurrent, copy) { .zc = 0, };
+FIXTURE_VARIANT_ADD(concurrent, zero_copy) { .zc = 65536, };
+FIXTURE_VARIANT_ADD(concurrent, zero_copy_tiny_windows) { .zc = 16384, .tiny = 1, };
+
+FIXTURE_SETUP(concurrent)
+{
+	self->credits[0] = self->buf_size[0] = 0;
+	if (variant->tiny) {
+		ASSERT_EQ(0, sysctl_set("credits", "3", self->credits,
+					sizeof(self->credits)));
+		ASSERT_EQ(0, sysctl_set("buf_size", "4096", self->buf_size,
+					sizeof(self->buf_size)));
+	}
+}
+
+FIXTURE_TEARDOWN(concurrent)
+{
+	if (self->credits[0])
+		sysctl_set("credits", self->credits, NULL, 0);
+	if (self->buf_size[0])
+		sysctl_set("buf_size", self->buf_size, NULL, 0);
+}
+
+TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
+{
+	double limit = atof(hps_env("HPS_FUZZ_MT_SECONDS",
+				    getenv("HPS_FULL") ? "120" : "15"));
+	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
+	long ref0 = hps_module_refcnt(), calls = 0, unexpected;
+	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	int i, status;
+	pid_t child;
+
+	ASSERT_GE(ref0, 0) TH_LOG("af_hps is not loaded");
+	if (!seed)
+		seed = (unsigned long long)time(NULL) * 2654435761u ^ getpid();
+	rng = seed | 1;
+	TH_LOG("seed 0x%llx, %d threads and a child for %.0f s", seed,
+	       WORKERS, limit);
+	mt_mode = 1;
+	czc = variant->zc;
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	buf = mmap(NULL, BUFSZ + 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	ASSERT_EQ(0, mprotect(buf + BUFSZ, 4096, PROT_NONE));
+	noaccess = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, noaccess);
+
+	cl = nonblock(hps_listener(&port, 64));
+	{
+		int zc = variant->zc;
+
+		setsockopt(cl, SOL_HPS, HPS_ZCOPY_THRESH, &zc, sizeof(zc));
+	}
+	ASSERT_GE(cl, 0);
+	for (i = 0; i < POOL; i++)
+		pool[i] = -1;
+	for (i = 0; i < POOLC; i++) {
+		atomic_store(&cpool[i], -1);
+		crefill(i, cl, variant->zc);
+	}
+
+	/* The child shares the sockets as they are now, with threads of its own. */
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		long c = 0, u = crun(limit, seed ^ 0xc0ffee, &c);
+
+		fprintf(stderr, "# child: %ld calls, %ld unexpected errnos\n", c, u);
+		for (i = 0; i < POOLC; i++)
+			if (atomic_load(&cpool[i]) >= 0)
+				close_now(atomic_load(&cpool[i]));
+		_exit(u ? 1 : 0);
+	}
+	unexpected = crun(limit, seed, &calls);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	TH_LOG("%ld calls in the parent's threads, %ld unexpected errnos; the child %s",
+	       calls, unexpected, WIFEXITED(status) && !WEXITSTATUS(status) ?
+	       "too had none" : "failed");
+	EXPECT_EQ(0, unexpected);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_GE(calls, 1000) TH_LOG("too few calls to mean anything");
+
+	for (i = 0; i < POOLC; i++)
+		if (atomic_load(&cpool[i]) >= 0)
+			close_now(atomic_load(&cpool[i]));
+	close(cl);
+	for (i = 0; i < 1800 && hps_module_refcnt() > ref0; i++)
+		usleep(100000);
+	EXPECT_LE(hps_module_refcnt(), ref0) {
+		TH_LOG("sockets left after %.1f s", i / 10.0);
+		system("cat /proc/net/hps_stat >&2");
+	}
+	mt_mode = 0;
 	EXPECT_EQ(0, still_works());
 }
 

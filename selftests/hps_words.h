@@ -190,6 +190,17 @@ static inline void *reader(void *arg)
 	return NULL;
 }
 
+/*
+ * A writer's stream, in words: @mib MiB, an eighth of it on make
+ * check-debug's kernel (which moves about 1 MB/s), at least 1 MiB.
+ */
+static inline size_t share_words(size_t mib)
+{
+	if (getenv("HPS_DEBUG_KERNEL"))
+		mib = mib >= 8 ? mib / 8 : 1;
+	return mib * (1 << 20) / WORD;
+}
+
 static inline void share_init(struct share *s, int nw_total)
 {
 	int i;
@@ -268,6 +279,28 @@ static inline int inject(int point, int ms)
 	fprintf(f, "%d\n", point);
 	fclose(f);
 	return 0;
+}
+
+/* net.hps.@knob: the old value to @old (if not NULL), then set to @val. */
+static inline int hps_sysctl(const char *knob, const char *val, char *old,
+			     size_t n)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", knob);
+	if (old) {
+		f = fopen(path, "r");
+		if (!f || !fgets(old, n, f))
+			return -1;
+		fclose(f);
+		old[strcspn(old, "\n")] = 0;
+	}
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%s\n", val);
+	return fclose(f) ? -1 : 0;
 }
 
 /* A connected pair over RDMA loopback, zero copy from @zc bytes (0: off). */
