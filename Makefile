@@ -23,7 +23,8 @@ CHECKPATCH := $(SRC)/scripts/checkpatch.pl
 KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
-.PHONY: all modules deps clean help run check check-vm lint checkpatch \
+.PHONY: all modules deps clean help run check check-full check-debug-smoke \
+	check-vm lint checkpatch \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
 all: modules
@@ -32,8 +33,10 @@ help:
 	@echo 'make            build af_hps.ko (KDIR=$(KDIR))'
 	@echo 'make deps       install and stage what everything else needs'
 	@echo 'make run        boot two guests and show AF_HPS working'
-	@echo 'make check      run every selftest in the VMs (rxe and siw, 1 and 2 nodes)'
+	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
+	@echo 'make check-full every selftest in every configuration, soaks at full length'
 	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
+	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~20 min)'
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
 	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
@@ -80,10 +83,21 @@ run: vm-modules selftests
 check: vm-modules selftests
 	@$(TOP)/selftests/run_vm_tests.sh
 
+# Every test in every configuration, the soaks at full length (about 100
+# minutes; Documentation/testing.rst).
+check-full: vm-modules selftests
+	@HPS_FULL=1 HPS_EVERYWHERE=1 HPS_CHECK_TIMEOUT=$${HPS_CHECK_TIMEOUT:-4800} \
+		$(TOP)/selftests/run_vm_tests.sh
+
 # The suite on a debug kernel (KASAN, lockdep, kmemleak, fault injection)
 # built from linux-source-6.1 and cached under build/debug-kernel.
 check-debug: deps tools
 	@$(TOP)/selftests/run_debug_tests.sh
+
+# Its smoke run, in CI after make check: data path, zero copy, sharing and
+# faults on one node over rxe (about 20 minutes with the kernel's build).
+check-debug-smoke: deps tools
+	@$(TOP)/selftests/run_debug_tests.sh --smoke
 
 bench: vm-modules tools
 	@$(TOP)/tools/bench/bench.sh --quick
@@ -105,7 +119,8 @@ clean:
 
 # The file server in tools/kfs is a kernel module too, held to the same rules.
 lint: deps
-	{ $(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=2 KCFLAGS=-Werror modules && \
+	{ $(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=2 KCFLAGS=-Werror \
+		CONFIG_AF_HPS_INJECT=y modules && \
 	  $(MAKE) -C $(VM_KDIR) M=$(TOP)/tools/kfs W=1 C=2 KCFLAGS=-Werror \
 		modules; } 2>&1 | tee $(BUILD)/lint.log; \
 		! grep -E 'warning:|error:' $(BUILD)/lint.log

@@ -24,6 +24,8 @@
  * With one node there is no peer node to kill: the test is skipped.
  *
  *   final_peer_death --serve PORT    the server (on node 2)
+ *
+ * hps-configs: 2:rxe 2:siw
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -5,6 +5,8 @@
 # (node 2, or itself over RDMA loopback), checked by content: socat moving a
 # file each way, and Python's http.server serving a file to urllib.
 # Prints TAP and the kselftest totals line.
+#
+# hps-configs: 2:rxe 2:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD

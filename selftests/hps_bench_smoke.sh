@@ -12,6 +12,8 @@
 # that the tool runs and the data arrive intact over that path, not SMC-R.
 #
 # Prints TAP and the kselftest totals line.
+#
+# hps-configs: 1:rxe 2:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD

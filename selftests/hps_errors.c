@@ -2,6 +2,8 @@
 /*
  * AF_HPS error paths: bad addresses, lengths and pointers, calls in the
  * wrong state, socket option fuzzing. Every errno is the one TCP gives.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <signal.h>

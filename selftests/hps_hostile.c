@@ -6,6 +6,8 @@
  * hps-vm runner fails the run on any kernel report). A well-formed message
  * from the same peer is delivered, which shows the peer speaks the
  * protocol. Link with -lrdmacm -libverbs.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -5,6 +5,8 @@
  * recvmsg over RDMA loopback and fails to load if anything goes wrong.
  * Build the module with
  *   make -C /usr/src/linux-headers-$(uname -r) M=$PWD/selftests/kapi
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include "kselftest_harness.h"

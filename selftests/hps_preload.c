@@ -14,6 +14,8 @@
  *
  * Nothing here depends on what bind/listen/connect on an AF_HPS socket
  * return: only the family each socket ends up with is checked.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -7,6 +7,8 @@
  * socket dup2()'d onto a child's standard input and output across exec(),
  * inetd style, with an unmodified program (cat) echoing a checksummed
  * stream.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

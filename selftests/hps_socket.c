@@ -4,6 +4,8 @@
  * rejects at socket(2), the generic SOL_SOCKET identity options, descriptor
  * flags, inheritance across fork(), and the module reference an open socket
  * holds.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <errno.h>

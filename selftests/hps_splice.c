@@ -4,6 +4,8 @@
  * socket to pipe (and on to a file), non-blocking and end-of-stream rules,
  * and 32 MiB each way. Every transfer is checked by content against the
  * random source. Runs over RDMA loopback on this node.
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -3,6 +3,8 @@
  * AF_HPS sysctls: net.hps.* exist with their defaults, reject values out of
  * range with EINVAL, are per network namespace, and take effect on new
  * connections (credits and buf_size show in HPS_INFO).
+ *
+ * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <sched.h>

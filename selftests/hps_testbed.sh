@@ -5,6 +5,8 @@
 # raw verbs work between the nodes on the configured device, the module
 # autoloads on socket(AF_HPS, ...) once installed, and an open socket keeps
 # it from being unloaded. Prints kselftest-style TAP and a totals line.
+#
+# hps-configs: 2:rxe 2:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 pass=0 fail=0 n=0

@@ -32,11 +32,14 @@
 # on every seed tried, with plain TCP sockets as much as with AF_HPS ones;
 # with 8 it did not. Should it still die there (before any fuzzed call),
 # it is started again with another seed, up to 5 times.
+#
+# hps-configs: 1:rxe 1:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 # (make check-debug's kernel runs system calls several times slower)
-secs=${HPS_TRINITY_SECONDS:-$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 180 || echo 30)}
+secs=${HPS_TRINITY_SECONDS:-$([ -n "${HPS_DEBUG_KERNEL:-}" ] && echo 180 ||
+	{ [ -n "${HPS_FULL:-}" ] && echo 300; } || echo 30)}
 # How long trinity (its main process and 8 children) has to exit after
 # timeout's SIGTERM before SIGKILL: on two debug-kernel nodes it once took
 # longer than 10 s.

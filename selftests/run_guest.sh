@@ -1,25 +1,48 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Run inside an hps-vm guest (node 1): every selftest program (hps_*) and
-# shell test (hps_*.sh) in this directory, in order, each under a timeout,
-# then, on the debug kernel of make check-debug, debug_*, and last the
-# destructive ones (final_*: they remove the RDMA device or kill node 2).
-# Prints their output and writes the summed counts ("pass fail skip") to
-# the file named by $1 (in the project tree, which the host reads back).
+# Run inside an hps-vm guest (node 1): the selftest programs (hps_*) and
+# shell tests (hps_*.sh) in this directory that belong to this
+# configuration, in order, each under a timeout, then, on the debug kernel
+# of make check-debug, debug_*, and last the destructive ones (final_*:
+# they remove the RDMA device or kill node 2). Prints their output and
+# writes the summed counts ("pass fail skip") to the file named by $1 (in
+# the project tree, which the host reads back), and each test's time to
+# $1.times ("test seconds").
+#
+# Which configurations a test runs in: its source's "hps-configs:" line
+# (e.g. "hps-configs: 1:rxe 1:siw"; every configuration without one);
+# Documentation/testing.rst says why each test is where it is. make
+# check-full and check-debug (HPS_EVERYWHERE=1) run every test in every
+# configuration, and
+# HPS_TESTS="hps_x ..." runs the tests it names wherever it is asked to.
 set -u
 result=$(realpath -m "${1:?usage: run_guest.sh RESULT_FILE}")
 cd "$(dirname "$0")" || exit 126
 per_test_timeout=${HPS_TEST_TIMEOUT:-600}
 filter=${HPS_TESTS:-}
+here="$HPS_NODES:$HPS_RDMA"
+
+# runs_here TEST: the test belongs to this configuration
+runs_here() {
+	local src=$1 configs
+
+	if [ -n "$filter" ]; then
+		echo " $filter " | grep -qE " (${1%.sh}|$1) "
+		return
+	fi
+	[ -n "${HPS_EVERYWHERE:-}" ] && return 0
+	[ -f "$1.c" ] && src=$1.c
+	configs=$(sed -n 's/.*hps-configs: *//p' "$src" 2>/dev/null | head -n1)
+	[ -z "$configs" ] || [[ " $configs " == *" $here "* ]]
+}
 
 pass=0 fail=0 skip=0
+: >"$result.times"
 # A test whose program was not built is a failure, not a silent omission.
 for c in hps_*.c; do
 	t=${c%.c}
-	if [ -n "$filter" ] && ! echo " $filter " | grep -qE " $t "; then
-		continue
-	fi
+	runs_here "$t" || continue
 	if [ ! -x "$t" ]; then
 		echo "=== $t: not built (make selftests)"
 		fail=$((fail + 1))
@@ -29,9 +52,7 @@ done
 for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	case $t in *.c|*.h|*.o) continue ;; esac
 	[ -x "$t" ] || continue
-	if [ -n "$filter" ] && ! echo " $filter " | grep -qE " (${t%.sh}|$t) "; then
-		continue
-	fi
+	runs_here "$t" || continue
 	# final_peer_death resets node 2, which never ends on its own then:
 	# its leak scan (make check-debug) now, into its log
 	[ "$t" = final_peer_death ] && [ "$HPS_NODES" = 2 ] &&
@@ -64,6 +85,7 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	fi
 	rm -f "$out"
 	echo "=== $t: $((SECONDS - t0)) s"
+	echo "$t $((SECONDS - t0))" >>"$result.times"
 	# On failure, what the kernel said meanwhile and the module's counters.
 	if [ "$fail" != "$f0" ]; then
 		echo "=== $t failed: kernel log since it started, and hps_stat"

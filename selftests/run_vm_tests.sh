@@ -6,20 +6,26 @@
 # then check the test bed itself (a kernel WARN, a timeout and a failing
 # command each fail a run). Ends with the plain line "N passed, N failed".
 #
-# HPS_CONFIGS="1:rxe 2:siw" narrows the configurations; HPS_TESTS="hps_x"
-# narrows the tests (see run_guest.sh). make check-debug sets
-# HPS_FULL_CONFIGS and HPS_SUBSET_TESTS: the configurations not listed in
-# the first run only the tests listed in the second.
+# Each test runs in the configurations its source names (run_guest.sh,
+# "hps-configs:"), with soaks sized for CI; HPS_FULL=1 (make check-full)
+# runs every test everywhere at full length. HPS_CONFIGS="1:rxe 2:siw"
+# narrows the configurations; HPS_TESTS="hps_x" narrows the tests (see
+# run_guest.sh). make check-debug sets HPS_FULL_CONFIGS and
+# HPS_SUBSET_TESTS: the configurations not listed in the first run only
+# the tests listed in the second. At the end: each configuration's time
+# and the ten slowest tests.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 vm=$top/tools/vm/hps-vm
 res=$top/build/selftests
 mkdir -p "$res"
+rm -f "$res/times.all"
 configs=${HPS_CONFIGS:-1:rxe 2:rxe 1:siw 2:siw}
 timeout=${HPS_CHECK_TIMEOUT:-2400}
 
 pass=0 fail=0 skip=0
 failed=()
+times=()
 start=$(date +%s)
 
 for c in $configs; do
@@ -34,9 +40,12 @@ for c in $configs; do
 	fi
 	printf '\n##### [%s] %s (%ds elapsed%s)\n' "$(date +%T)" "$name" \
 		$(($(date +%s) - start)) "$what"
+	t0=$(date +%s)
 	HPS_TESTS=$tests "$vm" run --nodes "$nodes" --rdma "$rdma" \
 		--timeout "$timeout" -- "$top/selftests/run_guest.sh" "$file"
 	vmrc=$?
+	times+=("$name: $(($(date +%s) - t0)) s")
+	[ -f "$file.times" ] && sed "s/^/$c /" "$file.times" >>"$res/times.all"
 	if [ -f "$file" ]; then
 		read -r p f s <"$file"
 	else
@@ -54,8 +63,10 @@ for c in $configs; do
 	fi
 done
 
-# The test bed must be able to fail: each of these runs is expected to.
-printf '\n##### [%s] test bed self-checks\n' "$(date +%T)"
+# The test bed must be able to fail: each of these runs is expected to
+# (HPS_NO_TESTBED_CHECKS=1: not again, make check-debug-smoke).
+[ -z "${HPS_NO_TESTBED_CHECKS:-}" ] &&
+	printf '\n##### [%s] test bed self-checks\n' "$(date +%T)"
 tb() {
 	local name=$1 want=$2 got
 	shift 2
@@ -70,13 +81,22 @@ tb() {
 		failed+=("test bed: $name")
 	fi
 }
-tb "a command's exit status is returned" 3 -- sh -c 'exit 3'
-tb "a kernel WARN fails a successful command" 125 -- \
-	insmod "$top/selftests/testbed/warn_on_load/hps_test_warn.ko"
-tb "a run past its timeout fails" 124 --timeout 20 -- sleep 600
+if [ -z "${HPS_NO_TESTBED_CHECKS:-}" ]; then
+	tb "a command's exit status is returned" 3 -- sh -c 'exit 3'
+	tb "a kernel WARN fails a successful command" 125 -- \
+		insmod "$top/selftests/testbed/warn_on_load/hps_test_warn.ko"
+	tb "a run past its timeout fails" 124 --timeout 20 -- sleep 600
+fi
 
 elapsed=$(($(date +%s) - start))
 echo
+echo "Time per configuration (boot included):"
+for t in "${times[@]}"; do echo "  $t"; done
+if [ -s "$res/times.all" ]; then
+	echo "The ten slowest tests:"
+	sort -k3,3nr "$res/times.all" | head -n 10 |
+		awk '{ printf "  %-8s %-26s %5d s\n", $1, $2, $3 }'
+fi
 for f in "${failed[@]}"; do echo "FAILED: $f"; done
 echo "make check took ${elapsed}s"
 if [ "$skip" != 0 ]; then
