@@ -96,6 +96,9 @@ final_device_removal final_peer_death"}
 fi
 # hps_long: 256 MiB (about 4 minutes at this kernel's 1 MB/s), not 1 GiB
 export HPS_LONG_BYTES=${HPS_LONG_BYTES:-268435456}
+# hps_fuzz's concurrent cases: a minute each here (15 s in make check and
+# in the smoke run)
+[ -z "$smoke" ] && export HPS_FUZZ_MT_SECONDS=${HPS_FUZZ_MT_SECONDS:-60}
 "$tree/selftests/run_vm_tests.sh"
 rc=$?
 echo "make check-debug took $(($(date +%s) - t0))s in all"
