@@ -234,6 +234,7 @@ enum {
 	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
 	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
 	HPS_F_ZC_TX_OWNED,	/* a writer's zero-copy send is under way */
+	HPS_F_ZC_TX_ORPHAN,	/* ... whose writer left: connd cleans up */
 	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */
 	HPS_F_ZC_TX_REPLY,	/* ... which came (zc_tx_consumed) */
 	HPS_F_ZC_TX_INV,	/* the sender's MR was invalidated */
@@ -291,6 +292,7 @@ enum {
  *	     before the connection is up, constant after
  * @ka_limit: silence after which the keepalive gives up, in jiffies:
  *	      @ka_intv times (1 + keepalive_probes); set with @ka_intv
+ * @qp_err: the QP a fatal QP event came for (HPS_W_QP_ERROR)
  * @rx_stamp: jiffies of the last sign of life from the peer, a message
  *	      received or a probe it acknowledged (WRITE_ONCE() under
  *	      @lock, read locklessly by the keepalive timer)
@@ -338,6 +340,12 @@ enum {
  * @zc_rd_npages: how many of its pages the read covers
  * @zc_rd_len: bytes @zc_rw reads
  * @zc_rd_ok: the read completed successfully
+ * @zc_rd_deadline: jiffies by which the read must complete
+ * @zc_timer: the deadline of an orphaned read (hps_zc_rd_timeout()); holds
+ *	      a socket reference while pending
+ * @zc_tx_sgt: an orphaned zero-copy send's mapped pages (socket lock)
+ * @zc_tx_reg: their registration
+ * @zc_tx_dev: the device they are mapped for, referenced
  * @zc_rx: the peer's SRCAVAIL not yet fully read or abandoned (in rx_ready)
  * @zc_rx_sendsm: bytes of the abandoned SRCAVAIL read before SENDSM
  * @zc_tx_len: bytes our outstanding SRCAVAIL advertised
@@ -366,6 +374,7 @@ struct hps_sock {
 	struct ib_cqe		ka_cqe;
 	unsigned long		ka_intv;
 	unsigned long		ka_limit;
+	struct ib_qp		*qp_err;
 	unsigned long		rx_stamp;
 
 	spinlock_t		lock;		/* see @lock above */
@@ -411,6 +420,11 @@ struct hps_sock {
 	u32			zc_rd_npages;
 	u32			zc_rd_len;
 	bool			zc_rd_ok;
+	unsigned long		zc_rd_deadline;
+	struct timer_list	zc_timer;
+	struct sg_table		zc_tx_sgt;
+	struct hps_reg		*zc_tx_reg;
+	struct hps_dev		*zc_tx_dev;
 	struct hps_buf		*zc_rx;
 	u32			zc_rx_sendsm;
 	u32			zc_tx_len;
@@ -543,6 +557,8 @@ bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			long timeo);
 void hps_zc_rx_abandon(struct hps_sock *hs);
 void hps_zc_rx_reap(struct hps_sock *hs);
+void hps_zc_tx_reap(struct hps_sock *hs);
+void hps_zc_rd_timeout(struct timer_list *t);
 int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len);
 void hps_zc_push(struct hps_sock *hs);
 void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr);
@@ -677,8 +693,7 @@ void hps_stats_exit(void);
 /* hps_inject.c: widened race windows for the selftests (test builds only) */
 enum hps_inject_point {
 	HPS_INJ_NONE,
-	HPS_INJ_TX_RESERVE,	/* sendmsg: room seen, slot not yet taken;
-				 * DATA send completions handled late */
+	HPS_INJ_TX_RESERVE,	/* room seen, slot not taken; sends late */
 	HPS_INJ_ZC_RX_WAIT,	/* zero-copy read posted: reader away */
 	HPS_INJ_ZC_TX_POST,	/* zero-copy send registered, not posted */
 	HPS_INJ_ZC_RD_DONE,	/* an RDMA Read's completion handled late */
@@ -690,6 +705,7 @@ enum hps_inject_point {
 #ifdef HPS_INJECT
 unsigned int hps_inject_ms(enum hps_inject_point point);
 void hps_inject_sleep(enum hps_inject_point point);
+void hps_inject_wait_change(enum hps_inject_point point, const u32 *val);
 int hps_inject_qp_event(struct hps_sock *hs);
 void hps_inject_init(struct hps_sock *hs);
 bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
@@ -704,6 +720,11 @@ static inline unsigned int hps_inject_ms(enum hps_inject_point point)
 }
 
 static inline void hps_inject_sleep(enum hps_inject_point point)
+{
+}
+
+static inline void hps_inject_wait_change(enum hps_inject_point point,
+					  const u32 *val)
 {
 }
 

@@ -96,6 +96,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	sk_stop_timer_sync(sk, &sk->sk_timer);
 	sk_stop_timer_sync(sk, &hs->nudge_timer);
 	sk_stop_timer_sync(sk, &hs->ka_timer);
+	sk_stop_timer_sync(sk, &hs->zc_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);
@@ -232,10 +233,10 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 	bool down;
 
 	lock_sock(sk);
-	if (test_bit(HPS_W_QP_ERROR, &work)) {
+	/* (not for an earlier connection's QP: the socket may have moved on) */
+	if (test_bit(HPS_W_QP_ERROR, &work) && hs->qp &&
+	    hs->qp == READ_ONCE(hs->qp_err))
 		hps_conn_error(hs, ECONNRESET);
-		__set_bit(HPS_W_TEARDOWN, &work);
-	}
 	if (test_bit(HPS_W_ZC_REAP, &work))
 		hps_zc_rx_reap(hs);
 	if (test_bit(HPS_W_DEV_GONE, &work))
@@ -308,7 +309,7 @@ static void hps_close_listener(struct sock *sk)
 	struct rdma_cm_id *id;
 	LIST_HEAD(children);
 
-	id = xchg(&hs->cm_id, NULL);	/* see hps_cm_handler() */
+	id = xchg(&hs->cm_id, NULL);
 	list_splice_init(&hs->accept_list, &children);
 	sk->sk_ack_backlog = 0;
 	hps_set_state(sk, TCP_CLOSE);

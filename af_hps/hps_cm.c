@@ -147,7 +147,8 @@ static int hps_cm_ensure_id(struct sock *sk, bool *created)
  *
  * rdma_cm's removal waits until every id on the device is destroyed.
  * Connections (a QP) were aborted by hps_ib_remove_one(). This destroys
- * the id of a listener (accept() then fails with ENODEV), of a connect()
+ * the id of a listener (accept() then fails with ENODEV, then EINVAL: it
+ * is shut, and only close() is left to do with it), of a connect()
  * that had not set up its QP yet (it fails with ENETUNREACH) and of a
  * socket that was only bound (it keeps its address: listen() and
  * connect() bind a new id to it, or fail with EADDRNOTAVAIL).
@@ -175,6 +176,8 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
 		return hps_fail(hs, ENETUNREACH);
 	hs->cm_id = NULL;
 	if (sk->sk_state == TCP_LISTEN) {
+		/* accept(): ENODEV once, then EINVAL as on a shut listener */
+		sk->sk_shutdown |= RCV_SHUTDOWN;
 		WRITE_ONCE(sk->sk_err, ENODEV);
 		sk_error_report(sk);
 	}
@@ -717,10 +720,10 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
 	sk->sk_sndtimeo = lsk->sk_sndtimeo;
 	chs->zc_thresh = lhs->zc_thresh;
-	hps_conn_params(chs);
 	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
 
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
+	hps_conn_params(chs);
 	err = hps_hello_check(chs, pdata, pdata_len);
 	if (err) {
 		pr_info_ratelimited("connection request with a bad hello rejected\n");

@@ -106,6 +106,7 @@ void hps_sock_init(struct hps_sock *hs)
 	timer_setup(&sk->sk_timer, hps_fin_timer, 0);
 	timer_setup(&hs->nudge_timer, hps_tx_nudge, 0);
 	timer_setup(&hs->ka_timer, hps_tx_keepalive, 0);
+	timer_setup(&hs->zc_timer, hps_zc_rd_timeout, 0);
 	hs->ka_cqe.done = hps_tx_ka_done;
 	hps_inject_init(hs);
 	sk->sk_protocol = IPPROTO_TCP;

@@ -124,7 +124,7 @@ void hps_inject_init(struct hps_sock *hs)
  * @cq: the CQ of the completion
  * @wc: the completion; copied
  * @point: %HPS_INJ_ZC_RD_DONE (an RDMA Read) or %HPS_INJ_TX_RESERVE (a
- *	   DATA send: handled five times inject_ms late)
+ *	   DATA send: handled ten times inject_ms late)
  * @done: its handler, called again with the copy later
  *
  * As if the peer, or the device, took that much longer. The handler runs
@@ -142,7 +142,7 @@ bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
 	bool queued = false;
 
 	if (point == HPS_INJ_TX_RESERVE)
-		ms *= 5;
+		ms *= 10;
 	spin_lock(&hs->inj_lock);
 	if (!hs->inj_q && ms) {
 		u32 n = roundup_pow_of_two(hs->ntx + HPS_NCTRL + 4);
@@ -188,6 +188,27 @@ void hps_inject_free(struct hps_sock *hs)
 {
 	kfree(hs->inj_q);
 	hs->inj_q = NULL;
+}
+
+/**
+ * hps_inject_wait_change() - wait at @point for another context to move
+ * @point: the injection point the caller has reached
+ * @val: a value that context changes (read locklessly)
+ *
+ * Forces the interleaving a race needs: the caller, which has looked at
+ * some state, waits there (up to inject_ms) until a completion handler or
+ * timer has changed it under its feet.
+ *
+ * Context: process, may sleep; no spinlock held.
+ */
+void hps_inject_wait_change(enum hps_inject_point point, const u32 *val)
+{
+	unsigned int ms = hps_inject_ms(point);
+	u32 old = READ_ONCE(*val);
+
+	might_sleep();
+	while (ms-- && READ_ONCE(*val) == old && !signal_pending(current))
+		usleep_range(900, 1100);
 }
 
 static void hps_inject_qp_fatal(struct irq_work *w)

@@ -669,7 +669,8 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 				continue;
 		}
 
-		hps_inject_sleep(HPS_INJ_TX_RESERVE);
+		/* test builds: until a credit has posted the open slot */
+		hps_inject_wait_change(HPS_INJ_TX_RESERVE, &hs->tx_fill);
 		spin_lock_bh(&hs->lock);
 		b = hps_tx_reserve(hs);
 		if (!b) {

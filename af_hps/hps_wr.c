@@ -42,6 +42,7 @@ void hps_wr_qp_event(struct ib_event *ev, void *ctx)
 		pr_warn_ratelimited("QP event %s (%d)\n",
 				    ib_event_msg(ev->event), ev->event);
 		/* connd resets it: an error report may not come from here */
+		WRITE_ONCE(hs->qp_err, ev->element.qp);
 		hps_connd_kick(hs, HPS_W_QP_ERROR);
 		break;
 	}
@@ -254,6 +255,7 @@ void hps_wr_teardown(struct hps_sock *hs)
 	hps_inject_flush(hs);
 	hps_zc_rx_reap(hs);	/* a killed reader's read has completed */
 	hps_zc_teardown(hs);	/* every completion has run */
+	hps_zc_tx_reap(hs);	/* a killed writer's MR is deregistered */
 	if (hs->dev)
 		hps_bufs_unmap(hs);
 	if (hs->qp) {

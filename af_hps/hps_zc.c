@@ -25,21 +25,24 @@
  * (HPS_F_ZC_TX_OWNED: zc_mr, its keys, the SRCAVAIL and its answer) from
  * before it touches the MR until the key is revoked and its pages are
  * unmapped; other writers, and poll's EPOLLOUT, wait for it (hps_tx_room())
- * so that nothing is posted behind its bytes (a FIN waits for HPS_F_ZC_TX
- * too). A reader owns the receiving side (HPS_F_ZC_RX_BUSY: zc_rw,
- * zc_rd_*) from before it reads the SRCAVAIL's address until it has given
- * the pages back; other readers, peeking ones included, wait for it
- * (hps_rx_readable()). Both wait for their turn interruptibly, with the
- * socket's timeouts.
+ * so that nothing is posted behind its bytes, and so does a FIN. A reader
+ * owns the receiving side (HPS_F_ZC_RX_BUSY: zc_rw, zc_rd_*) from before it
+ * reads the SRCAVAIL's address until it has given the pages back; other
+ * readers, peeking ones included, wait for it (hps_rx_readable()). Both
+ * wait for their turn interruptibly, with the socket's timeouts.
  *
  * Waits the peer can prolong are bounded and killable. A writer whose
  * CANCEL goes unanswered for HPS_ZC_REPLY_TIMEOUT, or for another
  * HPS_ZC_CANCEL_TIMEOUT once it is killed, aborts the connection: its
- * pages cannot be given back while the peer may still read them. A reader killed while its
- * RDMA Read is in flight leaves at once: the read is orphaned, its bytes do
- * not count as read (the next reader reads them again), and the connection
- * thread gives its pages back when the completion comes; a read that takes
- * HPS_ZC_REPLY_TIMEOUT aborts the connection.
+ * pages cannot be given back while the peer may still read them. So does
+ * one whose key is not revoked within those times: it leaves, and connd
+ * gives its pages back after the teardown (hps_zc_tx_reap()). A reader
+ * killed while its RDMA Read is in flight leaves at once: the read is
+ * orphaned, its bytes do not count as read (the next reader reads them
+ * again), and connd gives its pages back when the completion comes; a read
+ * that takes HPS_ZC_REPLY_TIMEOUT aborts the connection, orphaned or not.
+ * Other signals do not end a read in flight (the device would write into
+ * the buffer after recv() returned): it completes within that bound.
  *
  * State: HPS_F_ZC_* bits and the zc_* fields of struct hps_sock, under
  * hs->lock unless their comment says otherwise.
@@ -68,44 +71,80 @@ static void hps_zc_wake(struct sock *sk)
 }
 
 /*
- * Sleep without the socket lock until @cond, at the latest until @deadline
- * (jiffies); in @state TASK_KILLABLE a fatal signal ends the wait too.
- * Other signals are ignored: pages the device may still access cannot be
- * handed back early. Completion handlers wake us (hps_zc_wake()); a 100 ms
- * tick covers the wakeups of connection errors, which wake interruptible
- * sleepers only. Evaluates to 0 once @cond holds, -ETIMEDOUT at the
- * deadline, -EINTR on a fatal signal. Socket lock held around it.
+ * Sleep without the socket lock until @cond(@hs), at the latest until
+ * @deadline (jiffies); in @state TASK_KILLABLE a fatal signal ends the
+ * wait too. Other signals are ignored: pages the device may still access
+ * cannot be handed back early. Completion handlers wake us (hps_zc_wake());
+ * a 100 ms tick covers the wakeups of connection errors, which wake
+ * interruptible sleepers only. Socket lock held around it.
+ * Return: 0 once @cond holds, -ETIMEDOUT at the deadline, -EINTR on a
+ * fatal signal.
  */
-#define hps_zc_wait(sk, cond, deadline, state)				\
-({									\
-	struct sock *__sk = (sk);					\
-	unsigned long __end = (deadline);				\
-	unsigned int __state = (state);					\
-	DEFINE_WAIT(__wait);						\
-	int __ret = 0;							\
-									\
-	for (;;) {							\
-		prepare_to_wait(sk_sleep(__sk), &__wait, __state);	\
-		if (cond)						\
-			break;						\
-		if (__state == TASK_KILLABLE &&				\
-		    fatal_signal_pending(current)) {			\
-			__ret = -EINTR;					\
-			break;						\
-		}							\
-		if (time_after_eq(jiffies, __end)) {			\
-			__ret = -ETIMEDOUT;				\
-			break;						\
-		}							\
-		release_sock(__sk);					\
-		schedule_timeout(min_t(long, HZ / 10, __end - jiffies)); \
-		lock_sock(__sk);					\
-	}								\
-	finish_wait(sk_sleep(__sk), &__wait);				\
-	__ret;								\
-})
+static int hps_zc_wait(struct hps_sock *hs, bool (*cond)(struct hps_sock *),
+		       unsigned long deadline, unsigned int state)
+{
+	struct sock *sk = &hs->sk;
+	DEFINE_WAIT(wait);
+	int ret = 0;
+	long t;
+
+	sock_owned_by_me(sk);
+	for (;;) {
+		prepare_to_wait(sk_sleep(sk), &wait, state);
+		if (cond(hs))
+			break;
+		if (state == TASK_KILLABLE && fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		t = (long)(deadline - jiffies);
+		if (t <= 0) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		release_sock(sk);
+		schedule_timeout(min_t(long, HZ / 10, t));
+		lock_sock(sk);
+	}
+	finish_wait(sk_sleep(sk), &wait);
+	return ret;
+}
+
+/*
+ * The same, killable; a killed task still gives @cond a grace of
+ * HPS_ZC_CANCEL_TIMEOUT (an answer normally comes within a round trip).
+ */
+static int hps_zc_wait_grace(struct hps_sock *hs,
+			     bool (*cond)(struct hps_sock *),
+			     unsigned long deadline)
+{
+	int err = hps_zc_wait(hs, cond, deadline, TASK_KILLABLE);
+
+	if (err == -EINTR &&
+	    !hps_zc_wait(hs, cond, jiffies + HPS_ZC_CANCEL_TIMEOUT, TASK_IDLE))
+		err = 0;
+	return err;
+}
 
 #define HPS_ZC_FOREVER	(jiffies + MAX_JIFFY_OFFSET)
+
+/* Conditions of the waits above. */
+static bool hps_zc_tx_answered(struct hps_sock *hs)
+{
+	return test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) ||
+	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	       test_bit(HPS_F_ABORTED, &hs->flags);
+}
+
+static bool hps_zc_tx_revoked(struct hps_sock *hs)
+{
+	return test_bit(HPS_F_ZC_TX_INV, &hs->flags) || !hs->zc_mr;
+}
+
+static bool hps_zc_rd_over(struct hps_sock *hs)
+{
+	return !test_bit(HPS_F_ZC_READING, &hs->flags);
+}
 
 /**
  * hps_zc_setup() - zero-copy needs of a new QP
@@ -371,13 +410,6 @@ static int hps_zc_post(struct hps_sock *hs, struct ib_reg_wr *reg,
 	return 0;
 }
 
-static bool hps_zc_tx_answered(struct hps_sock *hs)
-{
-	return test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) ||
-	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
-	       test_bit(HPS_F_ABORTED, &hs->flags);
-}
-
 /*
  * Wait for the answer to our SRCAVAIL; cancel after HPS_ZC_CANCEL_TIMEOUT,
  * on a signal or when the send timeout runs out. The peer answers a
@@ -412,22 +444,62 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
 	hps_stat_inc(HPS_STAT_ZC_CANCELS);
-	err = hps_zc_wait(sk, hps_zc_tx_answered(hs),
-			  jiffies + HPS_ZC_REPLY_TIMEOUT, TASK_KILLABLE);
+	/*
+	 * The pages cannot go before the answer (or the key's revocation by
+	 * an abort's teardown). Killed, the writer waits a little more: the
+	 * answer normally comes within a round trip, and then the
+	 * connection lives on.
+	 */
+	err = hps_zc_wait_grace(hs, hps_zc_tx_answered,
+				jiffies + HPS_ZC_REPLY_TIMEOUT);
 	if (err == -ETIMEDOUT) {
 		pr_warn_ratelimited("no answer to a zero-copy cancel: reset\n");
 		hps_abort(hs, ETIMEDOUT, true);
-		return;
-	}
-	/*
-	 * Killed: the answer normally comes within a round trip, and then
-	 * the connection lives on; the pages cannot go before it (or the
-	 * abort's teardown revoking the key) in any case.
-	 */
-	if (err && hps_zc_wait(sk, hps_zc_tx_answered(hs),
-			       jiffies + HPS_ZC_CANCEL_TIMEOUT,
-			       TASK_UNINTERRUPTIBLE))
+	} else if (err) {
 		hps_abort(hs, ECONNABORTED, true);
+	}
+}
+
+/*
+ * A writer killed (or timed out) while its key could not be revoked: the
+ * connection is being aborted, and connd gives its pages back once the
+ * teardown has deregistered the MR (hps_zc_tx_reap()). The sending side
+ * stays owned until then. Context: socket lock held.
+ */
+static void hps_zc_tx_orphan(struct hps_sock *hs, struct sg_table *sgt,
+			     struct hps_reg *r, struct hps_dev *dev)
+{
+	sock_owned_by_me(&hs->sk);
+	hs->zc_tx_sgt = *sgt;
+	hs->zc_tx_reg = r;
+	hs->zc_tx_dev = dev;
+	set_bit(HPS_F_ZC_TX_ORPHAN, &hs->flags);
+}
+
+/**
+ * hps_zc_tx_reap() - give back the pages of a killed zero-copy writer
+ * @hs: the connection; its QP drained and its MR deregistered
+ *
+ * Context: connection thread (teardown), socket lock held.
+ */
+void hps_zc_tx_reap(struct hps_sock *hs)
+{
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	if (!test_and_clear_bit(HPS_F_ZC_TX_ORPHAN, &hs->flags))
+		return;
+	ib_dma_unmap_sgtable_attrs(hs->zc_tx_dev->ibdev, &hs->zc_tx_sgt,
+				   DMA_TO_DEVICE, 0);
+	hps_dev_put(hs->zc_tx_dev);
+	sg_free_table(&hs->zc_tx_sgt);
+	hps_reg_put(hs->zc_tx_reg, 0);
+	hs->zc_tx_reg = NULL;
+	hs->zc_tx_dev = NULL;
+	spin_lock_bh(&hs->lock);
+	clear_bit(HPS_F_ZC_TX, &hs->flags);
+	clear_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+	spin_unlock_bh(&hs->lock);
+	hps_zc_wake(&hs->sk);
 }
 
 /*
@@ -447,14 +519,18 @@ static bool hps_zc_tx_eligible(struct hps_sock *hs, struct msghdr *msg,
 	       IB_DEVICE_MEM_MGT_EXTENSIONS;
 }
 
-/* The MR zero-copy sends register pages with, made on first use. */
+/*
+ * The MR zero-copy sends register pages with, made on first use (it may
+ * sleep: socket lock, not hs->lock). Context: socket lock held.
+ */
 static struct ib_mr *hps_zc_mr(struct hps_sock *hs, u32 maxpages)
 {
 	struct ib_device *ibdev = hs->dev->ibdev;
 	struct ib_mr *mr;
 	u32 mrpages;
 
-	lockdep_assert_held(&hs->lock);
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
 	if (hs->zc_mr)
 		return hs->zc_mr;
 	/*
@@ -515,16 +591,13 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	dev = hs->dev;
 	maxpages = min_t(u32, HPS_ZC_PAGES,
 			 dev->ibdev->attrs.max_fast_reg_page_list_len);
-	spin_lock_bh(&hs->lock);
-	DEBUG_NET_WARN_ON_ONCE(test_bit(HPS_F_ZC_TX_OWNED, &hs->flags));
 	mr = hps_zc_mr(hs, maxpages);
-	if (mr)
-		set_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
-	spin_unlock_bh(&hs->lock);
 	if (!mr)
 		return 0;
-	/* The device stays while its pages are mapped, past a teardown. */
-	kref_get(&dev->ref);
+	DEBUG_NET_WARN_ON_ONCE(test_bit(HPS_F_ZC_TX_OWNED, &hs->flags));
+	spin_lock_bh(&hs->lock);
+	set_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+	spin_unlock_bh(&hs->lock);
 
 	ret = hps_zc_pin(hs, &msg->msg_iter, hs->zc_thresh,
 			 iov_iter_count(&msg->msg_iter), maxpages, false, &r,
@@ -541,8 +614,12 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	if (sg_alloc_table_from_pages(&sgt, r->pages, npages, off, n,
 				      GFP_KERNEL))
 		goto out_unpin;
-	if (ib_dma_map_sgtable_attrs(dev->ibdev, &sgt, DMA_TO_DEVICE, 0))
+	/* The device stays while the pages are mapped, past a teardown. */
+	kref_get(&dev->ref);
+	if (ib_dma_map_sgtable_attrs(dev->ibdev, &sgt, DMA_TO_DEVICE, 0)) {
+		hps_dev_put(dev);
 		goto out_free_sgt;
+	}
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
 	if (ib_map_mr_sg(mr, sgt.sgl, sgt.nents, NULL, PAGE_SIZE) != sgt.nents)
 		goto out_unmap;
@@ -584,13 +661,14 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	/*
 	 * Revoke the key before the pages go back. HPS_F_ZC_TX stays set
-	 * until then: a FIN waits, and the MR is not registered again while
-	 * its LOCAL_INV is in flight. A teardown (the connection went down
-	 * while we slept) deregisters the MR instead, after the QP's drain.
+	 * until then: the MR is not registered again while its LOCAL_INV is
+	 * in flight. A teardown (the connection went down, or was aborted
+	 * above) deregisters the MR instead, after the QP's drain.
 	 */
 	spin_lock_bh(&hs->lock);
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
-	    test_bit(HPS_F_CONN_UP, &hs->flags)) {
+	    test_bit(HPS_F_CONN_UP, &hs->flags) &&
+	    !test_bit(HPS_F_ABORTED, &hs->flags)) {
 		struct ib_send_wr inv = {
 			.opcode		= IB_WR_LOCAL_INV,
 			.wr_cqe		= &hs->zc_inv_cqe,
@@ -604,24 +682,31 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 					    err);
 			hps_conn_error(hs, ECONNRESET);
 		}
-	} else {
+	} else if (!test_bit(HPS_F_ZC_TX_REPLY, &hs->flags)) {
 		pr_debug("zero-copy send ended without an answer\n");
 		hps_conn_error(hs, ECONNRESET);
 	}
 	spin_unlock_bh(&hs->lock);
-	/* Local work (or connd's teardown): bounded, not the peer's to delay. */
-	if (hps_zc_wait(sk, test_bit(HPS_F_ZC_TX_INV, &hs->flags) ||
-			!hs->zc_mr, jiffies + HPS_ZC_REPLY_TIMEOUT,
-			TASK_UNINTERRUPTIBLE)) {
-		pr_warn_ratelimited("no completion of an invalidation: reset\n");
-		hps_abort(hs, ETIMEDOUT, false);
-		hps_zc_wait(sk, !hs->zc_mr, HPS_ZC_FOREVER,
-			    TASK_UNINTERRUPTIBLE);
+	/*
+	 * The LOCAL_INV completes behind every send before it, which the
+	 * peer can hold up (no acknowledgment, a zero TCP window under
+	 * iWARP): bounded and killable. Then the connection is aborted and
+	 * connd gives the pages back once its teardown has deregistered the
+	 * MR (hps_zc_tx_reap()).
+	 */
+	err = hps_zc_wait_grace(hs, hps_zc_tx_revoked,
+				jiffies + HPS_ZC_REPLY_TIMEOUT);
+	if (err) {
+		if (err == -ETIMEDOUT)
+			pr_warn_ratelimited("no completion of an invalidation: reset\n");
+		hps_abort(hs, err == -EINTR ? ECONNABORTED : ETIMEDOUT, true);
+		hps_zc_tx_orphan(hs, &sgt, r, dev);
+		return -EPIPE;
 	}
 	clear_bit(HPS_F_ZC_TX, &hs->flags);
 
-	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
-	    test_bit(HPS_F_ZC_TX_INV, &hs->flags)) {
+	/* Answered: the peer has the bytes it read, key revoked or MR gone. */
+	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags)) {
 		ret = hs->zc_tx_consumed;
 		if (ret < n) {
 			*copy_rest = true;
@@ -641,13 +726,13 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	}
 out_unmap:
 	ib_dma_unmap_sgtable_attrs(dev->ibdev, &sgt, DMA_TO_DEVICE, 0);
+	hps_dev_put(dev);
 out_free_sgt:
 	sg_free_table(&sgt);
 out_unpin:
 	if (r)
 		hps_reg_put(r, 0);
 out_own:
-	hps_dev_put(dev);
 	spin_lock_bh(&hs->lock);
 	clear_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
 	hps_tx_push(hs);	/* a FIN may have waited for us */
@@ -841,6 +926,29 @@ static void hps_zc_rd_release(struct hps_sock *hs)
 }
 
 /**
+ * hps_zc_rd_timeout() - an orphaned RDMA Read is past its deadline
+ * @t: hs->zc_timer
+ *
+ * Its reader was killed; the read has not completed within
+ * %HPS_ZC_REPLY_TIMEOUT of being posted: the peer holds it up, and every
+ * other reader with it. Abort the connection (its teardown flushes the
+ * read).
+ *
+ * Context: timer (softirq).
+ */
+void hps_zc_rd_timeout(struct timer_list *t)
+{
+	struct hps_sock *hs = from_timer(hs, t, zc_timer);
+
+	if (test_bit(HPS_F_ZC_RD_ORPHAN, &hs->flags) &&
+	    test_bit(HPS_F_ZC_READING, &hs->flags)) {
+		pr_warn_ratelimited("an RDMA Read did not complete: reset\n");
+		hps_abort(hs, ETIMEDOUT, true);
+	}
+	sock_put(&hs->sk);	/* from sk_reset_timer() */
+}
+
+/**
  * hps_zc_rx_reap() - clean up after a reader killed mid RDMA Read
  * @hs: the connection
  *
@@ -883,6 +991,7 @@ bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 
 	sock_owned_by_me(&hs->sk);
 	return b && timeo && hs->zc_rd_pages && hs->qp &&
+	       test_bit(HPS_F_CONN_UP, &hs->flags) &&
 	       user_backed_iter(&msg->msg_iter) &&
 	       len >= min_t(u32, HPS_ZC_RX_MIN, b->len - b->off);
 }
@@ -946,6 +1055,7 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	hs->zc_rd_npages = npages;
 	hs->zc_rd_len = n;
 	hs->zc_rd_ok = false;
+	hs->zc_rd_deadline = jiffies + HPS_ZC_REPLY_TIMEOUT;
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) || hs->zc_rx != b) {
 		/* Cancelled meanwhile, or the connection went down. */
 		spin_unlock_bh(&hs->lock);
@@ -977,19 +1087,23 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 		lock_sock(sk);
 	}
 	/* The device writes into the pages until the completion. */
-	ret = hps_zc_wait(sk, !test_bit(HPS_F_ZC_READING, &hs->flags),
-			  jiffies + HPS_ZC_REPLY_TIMEOUT, TASK_KILLABLE);
+	ret = hps_zc_wait(hs, hps_zc_rd_over, hs->zc_rd_deadline,
+			  TASK_KILLABLE);
 	if (ret == -ETIMEDOUT) {
 		pr_warn_ratelimited("an RDMA Read did not complete: reset\n");
 		hps_abort(hs, ETIMEDOUT, true);
-		ret = hps_zc_wait(sk, !test_bit(HPS_F_ZC_READING, &hs->flags),
-				  HPS_ZC_FOREVER, TASK_KILLABLE);
+		ret = hps_zc_wait(hs, hps_zc_rd_over, HPS_ZC_FOREVER,
+				  TASK_KILLABLE);
 	}
 	if (ret == -EINTR) {
-		/* Killed: leave now, connd gives the pages back later. */
+		/*
+		 * Killed: leave now, connd gives the pages back later; the
+		 * read's deadline still holds (hps_zc_rd_timeout()).
+		 */
 		spin_lock_bh(&hs->lock);
 		if (test_bit(HPS_F_ZC_READING, &hs->flags)) {
 			set_bit(HPS_F_ZC_RD_ORPHAN, &hs->flags);
+			sk_reset_timer(sk, &hs->zc_timer, hs->zc_rd_deadline);
 			spin_unlock_bh(&hs->lock);
 			return -EINTR;
 		}

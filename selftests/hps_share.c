@@ -102,7 +102,7 @@ FIXTURE_VARIANT_ADD(share, inj_tx_reserve) {
 	 */
 	.nw = 1, .nr = 1, .wmin = 1, .wmax = KB(4), .rmin = 1, .rmax = KB(64),
 	.mib = 2, .stall = 10, .nodelay = 1, .credits = 3,
-	.inj = INJ_TX_RESERVE, .inj_ms = 2,
+	.inj = INJ_TX_RESERVE, .inj_ms = 5,
 };
 FIXTURE_VARIANT_ADD(share, inj_zc_rx_two_readers) {
 	.name = "inj_zc_rx_two_readers",
@@ -278,7 +278,7 @@ TEST(killed_reader_mid_zero_copy)
 	unsigned long long *buf;
 	int cfd, afd, status;
 	struct worker w = { .s = &s, .id = 0, .rng = 5 }, r = { .s = &s, .id = 1, .rng = 7 };
-	pthread_t wt;
+	pthread_t wt, rt;
 	double t;
 	pid_t pid;
 	size_t i, first = 0, last = 0, missing = 0;
@@ -308,8 +308,10 @@ TEST(killed_reader_mid_zero_copy)
 	inject(INJ_NONE, 0);
 	EXPECT_LT(t, 1.0) TH_LOG("the killed reader took %.1f s to die", t);
 	/* this reader takes the rest */
-	reader(&r);
+	pthread_create(&rt, NULL, reader, &r);
 	pthread_join(wt, NULL);
+	shutdown(cfd, SHUT_WR);
+	pthread_join(rt, NULL);
 	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
 	/* what is missing is at most the child's one read, in one piece */
 	for (i = 0; i < s.words; i++) {
@@ -339,6 +341,7 @@ TEST(killed_writer_mid_zero_copy)
 			   .wmax = KB(1024), .rmin = KB(64), .rmax = KB(1024) };
 	struct worker w1 = { .s = &s, .id = 1, .rng = 3 }, r = { .s = &s, .id = 0, .rng = 9 };
 	int cfd, afd, status;
+	pthread_t rt;
 	double t;
 	pid_t pid;
 	size_t i, prefix = 0;
@@ -364,9 +367,10 @@ TEST(killed_writer_mid_zero_copy)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	t = hps_now() - t;
 	EXPECT_LT(t, 2.0) TH_LOG("the killed writer took %.1f s to die", t);
+	pthread_create(&rt, NULL, reader, &r);
 	writer(&w1);
 	shutdown(cfd, SHUT_WR);
-	reader(&r);
+	pthread_join(rt, NULL);
 	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
 	for (i = 0; i < s.words && s.seen[0][i]; i++)
 		prefix++;
