@@ -520,6 +520,34 @@ TEST(rules_fallback_at_connect)
 	unlink(rules);
 }
 
+/*
+ * A thread cancelled in connect() on a pending socket must not leave the
+ * library's lock held: fork() (whose handler takes it) and later calls on
+ * pending sockets would hang (the probe's alarm would kill it). Cancelled
+ * while the move fails (no module) and while it succeeds, with and
+ * without the debug log, whose write() is a cancellation point.
+ */
+TEST(cancelled_connect_leaves_fork_working)
+{
+	static const char *const envs[] = {
+		"", "HPS_RUN_DEBUG=1", "HPS_RUN_AF=" NO_SUCH_AF,
+		"HPS_RUN_DEBUG=1 HPS_RUN_AF=" NO_SUCH_AF,
+	};
+	char rules[PATH_MAX];
+	unsigned int i;
+	struct run r;
+
+	ASSERT_EQ(0, write_rules(rules, connect_rules));
+	for (i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+		ASSERT_EQ(0, run(&r, envs[i], "@run", "-r", rules, "@probe",
+				 "cancel-connect=127.0.0.1:5555", NULL));
+		EXPECT_EQ(0, r.status) TH_LOG("%s: status %d\n%s", envs[i],
+					      r.status, r.err);
+		EXPECT_LINE(&r, "sock cancel joined=canceled fork=ok setsockopt=ok\n");
+	}
+	unlink(rules);
+}
+
 TEST(rules_bad_line_reported)
 {
 	char rules[PATH_MAX];

@@ -6,7 +6,7 @@
  * the kernel reports (SO_DOMAIN) and the descriptor flags, so that a test
  * can run it under hps_run and see what the preload library did.
  *
- *   peer_sockprobe [-p LABEL] SPEC... [fork-exec|fork-exec-clean SPEC...]
+ *   peer_sockprobe [-p LABEL] SPEC|OP... [fork-exec|fork-exec-clean SPEC...]
  *
  * SPEC is KIND[,OPT]... with KIND one of tcp4, tcp6, tcp4p, tcp6p (protocol
  * IPPROTO_TCP), udp4, udp6, unix, seqpacket (AF_UNIX), raw (AF_INET
@@ -23,12 +23,20 @@
  * fork-exec runs this program again (with LABEL "child") on the remaining
  * specs and waits for it; fork-exec-clean does the same with an empty
  * environment.
+ *
+ * OP cancel-connect=ADDR: a thread is cancelled in connect() on a new tcp4
+ * socket, then the program forks and sets an option on another new tcp4
+ * socket, all under a 5 s alarm (a lock left held would hang either):
+ *
+ *   LABEL cancel joined=canceled|ERR fork=ok|ERR setsockopt=ok|ERR
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +79,66 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss,
 	sin->sin_port = htons(atoi(colon + 1));
 	*len = sizeof(*sin);
 	return inet_pton(AF_INET, buf, &sin->sin_addr) == 1 ? 0 : -1;
+}
+
+struct cancel_arg {
+	int fd;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	sem_t go;
+};
+
+static void *cancel_thread(void *arg)
+{
+	struct cancel_arg *a = arg;
+
+	/* Off until the request is in, so that connect() is where it acts. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	while (sem_wait(&a->go))
+		;
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	connect(a->fd, (void *)&a->ss, a->len);
+	return NULL;
+}
+
+static int cancel_connect(const char *label, const char *addr)
+{
+	struct cancel_arg a;
+	const char *joined, *forked = "ok", *opt = "ok";
+	pthread_t t;
+	void *ret;
+	int status, fd, one = 1;
+	pid_t pid;
+
+	if (parse_addr(addr, &a.ss, &a.len))
+		return -1;
+	a.fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (a.fd < 0 || sem_init(&a.go, 0, 0) ||
+	    pthread_create(&t, NULL, cancel_thread, &a))
+		return -1;
+	alarm(5);
+	pthread_cancel(t);
+	sem_post(&a.go);
+	if (pthread_join(t, &ret))
+		joined = errname(errno);
+	else
+		joined = ret == PTHREAD_CANCELED ? "canceled" : "returned";
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(0);
+	if (pid < 0)
+		forked = errname(errno);
+	else if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		forked = "EWAIT";
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)))
+		opt = errname(errno);
+	alarm(0);
+	printf("%s cancel joined=%s fork=%s setsockopt=%s\n", label, joined,
+	       forked, opt);
+	return 0;
 }
 
 static int probe(const char *label, const char *spec)
@@ -216,6 +284,12 @@ int main(int argc, char **argv)
 			    !WIFEXITED(status) || WEXITSTATUS(status))
 				return 1;
 			return 0;
+		}
+		if (!strncmp(argv[i], "cancel-connect=", 15)) {
+			if (cancel_connect(label, argv[i] + 15))
+				return 2;
+			fflush(stdout);
+			continue;
 		}
 		if (probe(label, argv[i])) {
 			fprintf(stderr, "peer_sockprobe: bad spec '%s'\n",

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -92,6 +93,7 @@ struct hps_pending {
 static struct hps_pending pending[HPS_MAX_FD];
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_int init_done;
 static atomic_int fallback_said;
 
 static int (*real_socket)(int, int, int);
@@ -106,9 +108,11 @@ static void say(const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
-	int n, m;
+	int n, m, cancel;
 	int saved = errno;
 
+	/* write() is a cancellation point; a message is never cut short. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	n = snprintf(buf, sizeof(buf), "hps_run[%d]: ", (int)getpid());
 	va_start(ap, fmt);
 	m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
@@ -122,6 +126,7 @@ static void say(const char *fmt, ...)
 	/* A failed write has nowhere else to be reported. */
 	if (write(STDERR_FILENO, buf, n) < 0)
 		errno = saved;
+	pthread_setcancelstate(cancel, NULL);
 	errno = saved;
 }
 
@@ -434,9 +439,29 @@ static void hps_init(void)
 	    cfg.dryrun ? ", dry run" : "");
 }
 
+static void hps_init_mark(void)
+{
+	hps_init();
+	atomic_store_explicit(&init_done, 1, memory_order_release);
+}
+
+/*
+ * Initialisation (dlsym(), getenv(), pthread_atfork(), reading the rules)
+ * is neither async-signal-safe nor cancellation-safe, so it runs in the
+ * library's constructor, before the program's main() and before any
+ * thread or signal handler of its own. A constructor of another library
+ * that runs before ours and makes a socket gets it done on the spot, in
+ * the single-threaded start-up.
+ */
+__attribute__((constructor)) static void hps_ctor(void)
+{
+	pthread_once(&init_once, hps_init_mark);
+}
+
 static inline void hps_init_once(void)
 {
-	pthread_once(&init_once, hps_init);
+	if (!atomic_load_explicit(&init_done, memory_order_acquire))
+		pthread_once(&init_once, hps_init_mark);
 }
 
 /* ---- decisions ---------------------------------------------------------- */
@@ -588,6 +613,39 @@ static const char *fam_name(int domain)
 
 /* ---- pending sockets ---------------------------------------------------- */
 
+/*
+ * What the thread had before it took pending_lock. Inside, the library
+ * calls close() and write(), which are cancellation points: a thread
+ * cancelled there would exit holding the lock, and every later call on a
+ * pending socket, and every fork() (whose handler takes the lock), would
+ * wait for ever. So cancellation is off while the lock is held, and a
+ * cancel request is acted on at the program's next cancellation point
+ * (the real connect(), say). Signals are blocked too: a handler that
+ * called connect() on a pending socket, or fork(), in the thread that was
+ * interrupted holding the lock would deadlock on it.
+ */
+struct hps_locked {
+	sigset_t sigs;
+	int cancel;
+};
+
+static void pending_lock_take(struct hps_locked *l)
+{
+	sigset_t all;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &l->cancel);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &l->sigs);
+	pthread_mutex_lock(&pending_lock);
+}
+
+static void pending_lock_drop(struct hps_locked *l)
+{
+	pthread_mutex_unlock(&pending_lock);
+	pthread_sigmask(SIG_SETMASK, &l->sigs, NULL);
+	pthread_setcancelstate(l->cancel, NULL);
+}
+
 /* Called with pending_lock held: is fd still the socket we remembered? */
 static struct hps_pending *pending_get(int fd)
 {
@@ -612,11 +670,12 @@ static int pending_maybe(int fd)
 static int pending_add(int fd, int type, int protocol)
 {
 	struct hps_pending *p;
+	struct hps_locked l;
 	struct stat st;
 
 	if (fd >= HPS_MAX_FD || fstat(fd, &st))
 		return -1;
-	pthread_mutex_lock(&pending_lock);
+	pending_lock_take(&l);
 	p = &pending[fd];
 	p->dev = st.st_dev;
 	p->ino = st.st_ino;
@@ -624,7 +683,7 @@ static int pending_add(int fd, int type, int protocol)
 	p->protocol = protocol;
 	p->nopts = 0;
 	atomic_store(&p->live, 1);
-	pthread_mutex_unlock(&pending_lock);
+	pending_lock_drop(&l);
 	return 0;
 }
 
@@ -632,9 +691,10 @@ static void pending_record_opt(int fd, int level, int name, const void *val,
 			       socklen_t len)
 {
 	struct hps_pending *p;
+	struct hps_locked l;
 	int i;
 
-	pthread_mutex_lock(&pending_lock);
+	pending_lock_take(&l);
 	p = pending_get(fd);
 	if (!p)
 		goto out;
@@ -657,7 +717,7 @@ static void pending_record_opt(int fd, int level, int name, const void *val,
 	p->opts[i].len = len;
 	memcpy(p->opts[i].val, val, len);
 out:
-	pthread_mutex_unlock(&pending_lock);
+	pending_lock_drop(&l);
 }
 
 /*
@@ -728,9 +788,10 @@ static int pending_resolve(int fd, int dir, const struct sockaddr *sa,
 	struct sockaddr_storage ss;
 	struct hps_pending *p;
 	char a[INET6_ADDRSTRLEN + 16], why[300];
+	struct hps_locked l;
 	int act, line, ret = 0;
 
-	pthread_mutex_lock(&pending_lock);
+	pending_lock_take(&l);
 	p = pending_get(fd);
 	if (!p)
 		goto out;
@@ -767,7 +828,7 @@ static int pending_resolve(int fd, int dir, const struct sockaddr *sa,
 		    ret ? "tcp: fallback" : "hps", why);
 	ret = ret < 0 ? -1 : 0;
 out:
-	pthread_mutex_unlock(&pending_lock);
+	pending_lock_drop(&l);
 	return ret;
 }
 
