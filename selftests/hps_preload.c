@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,9 @@ struct run {
 	char err[16384];
 	int status;		/* exit status, or 128 + signal */
 };
+
+/* run(): the child's stderr is a pseudo-terminal, not a file. */
+static int run_pty;
 
 static char top_dir[PATH_MAX];
 static char probe_path[PATH_MAX + 32];
@@ -100,14 +104,16 @@ static void slurp(int fd, char *buf, size_t len)
 /*
  * Run a command (NULL-terminated arguments; "@run" stands for hps_run,
  * "@probe" for peer_sockprobe) with the HPS_RUN_* and LD_PRELOAD variables
- * of this process cleared and those in env ("K=V K=V ...") set.
+ * of this process cleared and those in env ("K=V K=V ...") set. The
+ * library's messages are on stderr (HPS_RUN_LOG=stderr) unless env says
+ * otherwise: where they go by default is log_destination's business.
  */
 static int run(struct run *r, const char *env, ...)
 {
 	char *argv[64], envbuf[1024], *save = NULL, *kv;
 	char tmpl_o[] = "/tmp/hps_preload.XXXXXX";
 	char tmpl_e[] = "/tmp/hps_preload.XXXXXX";
-	int argc = 0, fo, fe, status;
+	int argc = 0, fo, fe, status, pty = -1;
 	va_list ap;
 	pid_t pid;
 
@@ -129,6 +135,11 @@ static int run(struct run *r, const char *env, ...)
 		return -1;
 	unlink(tmpl_o);
 	unlink(tmpl_e);
+	if (run_pty) {
+		pty = posix_openpt(O_RDWR | O_NOCTTY);
+		if (pty < 0 || grantpt(pty) || unlockpt(pty))
+			return -1;
+	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
@@ -138,12 +149,13 @@ static int run(struct run *r, const char *env, ...)
 		static const char *const clear[] = {
 			"HPS_RUN_MODE", "HPS_RUN_RULES", "HPS_RUN_FALLBACK",
 			"HPS_RUN_DEBUG", "HPS_RUN_DRYRUN", "HPS_RUN_AF",
-			"LD_PRELOAD",
+			"HPS_RUN_LOG_SOCKET", "LD_PRELOAD",
 		};
 		unsigned int i;
 
 		for (i = 0; i < sizeof(clear) / sizeof(clear[0]); i++)
 			unsetenv(clear[i]);
+		setenv("HPS_RUN_LOG", "stderr", 1);
 		snprintf(envbuf, sizeof(envbuf), "%s", env);
 		for (kv = strtok_r(envbuf, " ", &save); kv;
 		     kv = strtok_r(NULL, " ", &save)) {
@@ -155,7 +167,15 @@ static int run(struct run *r, const char *env, ...)
 			}
 		}
 		dup2(fo, STDOUT_FILENO);
-		dup2(fe, STDERR_FILENO);
+		if (pty >= 0) {
+			int slave = open(ptsname(pty), O_RDWR | O_NOCTTY);
+
+			if (slave < 0)
+				_exit(126);
+			dup2(slave, STDERR_FILENO);
+		} else {
+			dup2(fe, STDERR_FILENO);
+		}
 		execv(argv[0], argv);
 		execvp(argv[0], argv);
 		_exit(127);
@@ -165,8 +185,64 @@ static int run(struct run *r, const char *env, ...)
 	r->status = WIFEXITED(status) ? WEXITSTATUS(status) :
 		    128 + WTERMSIG(status);
 	slurp(fo, r->out, sizeof(r->out));
-	slurp(fe, r->err, sizeof(r->err));
+	if (pty >= 0) {
+		/* Read what the terminal holds; EIO once it is empty. */
+		ssize_t n, got = 0;
+
+		close(fe);
+		fcntl(pty, F_SETFL, O_NONBLOCK);
+		while ((size_t)got < sizeof(r->err) - 1 &&
+		       (n = read(pty, r->err + got,
+				 sizeof(r->err) - 1 - got)) > 0)
+			got += n;
+		r->err[got] = '\0';
+		close(pty);
+	} else {
+		slurp(fe, r->err, sizeof(r->err));
+	}
 	return 0;
+}
+
+/* A syslog socket of our own for the library (HPS_RUN_LOG_SOCKET). */
+struct logsink {
+	int fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char env[200];
+};
+
+static int logsink_open(struct logsink *l)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	snprintf(l->path, sizeof(l->path), "/tmp/hps_preload.log.%d",
+		 (int)getpid());
+	unlink(l->path);
+	strcpy(sun.sun_path, l->path);
+	l->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (l->fd < 0 || bind(l->fd, (void *)&sun, sizeof(sun)))
+		return -1;
+	snprintf(l->env, sizeof(l->env), "HPS_RUN_LOG_SOCKET=%s", l->path);
+	return 0;
+}
+
+/* The messages received since the last call, one a line. */
+static void logsink_read(struct logsink *l, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len - 2 &&
+	       (n = recv(l->fd, buf + got, len - 2 - got, MSG_DONTWAIT)) > 0) {
+		got += n;
+		buf[got++] = '\n';
+	}
+	buf[got] = '\0';
+}
+
+static void logsink_close(struct logsink *l)
+{
+	close(l->fd);
+	unlink(l->path);
 }
 
 static int count(const char *hay, const char *needle)
@@ -546,6 +622,77 @@ TEST(cancelled_connect_leaves_fork_working)
 		EXPECT_LINE(&r, "sock cancel joined=canceled fork=ok setsockopt=ok\n");
 	}
 	unlink(rules);
+}
+
+/*
+ * Messages go to fd 2 only when it is a terminal, or when asked (-d,
+ * HPS_RUN_LOG=stderr) and fd 2 is still the file it was at start-up and
+ * not a socket; otherwise to syslog (here a socket of the test's own).
+ */
+TEST(log_destination)
+{
+	char env[512], log[4096];
+	struct logsink ls;
+	struct run r;
+
+	ASSERT_EQ(0, logsink_open(&ls));
+
+	/* The default, stderr a file: syslog, at LOG_USER|LOG_WARNING. */
+	snprintf(env, sizeof(env), "HPS_RUN_LOG= %s HPS_RUN_AF=" NO_SUCH_AF,
+		 ls.env);
+	ASSERT_EQ(0, run(&r, env, "@run", "@probe", "tcp4", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_EQ(2, count(r.out, "sock tcp4 domain=2 ")) TH_LOG("%s", r.out);
+	EXPECT_STREQ("", r.err);
+	logsink_read(&ls, log, sizeof(log));
+	EXPECT_EQ(1, count(log, "<12>hps_run[")) TH_LOG("syslog:\n%s", log);
+	EXPECT_EQ(1, count(log, "]: " MISSING_MSG "\n")) TH_LOG("syslog:\n%s", log);
+
+	/* The default, stderr a terminal: there. */
+	run_pty = 1;
+	ASSERT_EQ(0, run(&r, env, "@run", "@probe", "tcp4", NULL));
+	run_pty = 0;
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, MISSING_MSG);
+	logsink_read(&ls, log, sizeof(log));
+	EXPECT_STREQ("", log);
+
+	/* -d, stderr a file: there, decisions included. */
+	ASSERT_EQ(0, run(&r, env, "@run", "-d", "@probe", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, MISSING_MSG);
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (fallback)");
+	logsink_read(&ls, log, sizeof(log));
+	EXPECT_STREQ("", log);
+
+	/* -d, then the program puts a socket or a new file on fd 2. */
+	ASSERT_EQ(0, run(&r, env, "@run", "-d", "@probe", "fd2=socket",
+			 "tcp4", "fd2-check", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock fd2 bytes=0\n");
+	logsink_read(&ls, log, sizeof(log));
+	EXPECT_EQ(1, count(log, "<12>hps_run[")) TH_LOG("syslog:\n%s", log);
+	EXPECT_NE(NULL, strstr(log, MISSING_MSG)) TH_LOG("syslog:\n%s", log);
+	EXPECT_NE(NULL, strstr(log, "<15>hps_run[")) TH_LOG("syslog:\n%s", log);
+	EXPECT_NE(NULL, strstr(log, "tcp4 socket -> tcp (fallback)"))
+		TH_LOG("syslog:\n%s", log);
+	ASSERT_EQ(0, run(&r, env, "@run", "-d", "@probe", "fd2=file", "tcp4",
+			 "fd2-check", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock fd2 bytes=0\n");
+	logsink_read(&ls, log, sizeof(log));
+	EXPECT_NE(NULL, strstr(log, MISSING_MSG)) TH_LOG("syslog:\n%s", log);
+
+	/* HPS_RUN_LOG=syslog: even with -d. */
+	snprintf(env, sizeof(env), "HPS_RUN_LOG=syslog %s HPS_RUN_AF=" NO_SUCH_AF,
+		 ls.env);
+	ASSERT_EQ(0, run(&r, env, "@run", "-d", "@probe", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_STREQ("", r.err);
+	logsink_read(&ls, log, sizeof(log));
+	EXPECT_NE(NULL, strstr(log, "]: mode all, 0 rule(s)")) TH_LOG("syslog:\n%s", log);
+	EXPECT_NE(NULL, strstr(log, MISSING_MSG)) TH_LOG("syslog:\n%s", log);
+	logsink_close(&ls);
 }
 
 TEST(rules_bad_line_reported)

@@ -29,6 +29,12 @@
  * socket, all under a 5 s alarm (a lock left held would hang either):
  *
  *   LABEL cancel joined=canceled|ERR fork=ok|ERR setsockopt=ok|ERR
+ *
+ * OP fd2=socket|file puts a socket (one end of a socketpair) or a new file
+ * on fd 2, as a daemon that closed its standard descriptors may have;
+ * fd2-check then prints how many bytes were written there since:
+ *
+ *   LABEL fd2 bytes=N
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -41,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +86,44 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss,
 	sin->sin_port = htons(atoi(colon + 1));
 	*len = sizeof(*sin);
 	return inet_pton(AF_INET, buf, &sin->sin_addr) == 1 ? 0 : -1;
+}
+
+static int fd2_peer = -1;	/* the other end of fd 2's socketpair */
+
+static int fd2_op(const char *label, const char *op)
+{
+	struct stat st;
+	char buf[4096];
+	int sv[2], fd;
+	ssize_t n;
+
+	if (!strcmp(op, "fd2=socket")) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) ||
+		    dup2(sv[0], STDERR_FILENO) < 0)
+			return -1;
+		close(sv[0]);
+		fd2_peer = sv[1];
+		return 0;
+	}
+	if (!strcmp(op, "fd2=file")) {
+		fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+			return -1;
+		close(fd);
+		fd2_peer = -1;
+		return 0;
+	}
+	if (strcmp(op, "fd2-check"))
+		return -1;
+	if (fd2_peer >= 0) {
+		n = recv(fd2_peer, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0)
+			n = errno == EAGAIN ? 0 : -errno;
+	} else {
+		n = fstat(STDERR_FILENO, &st) ? -errno : st.st_size;
+	}
+	printf("%s fd2 bytes=%zd\n", label, n);
+	return 0;
 }
 
 struct cancel_arg {
@@ -284,6 +329,12 @@ int main(int argc, char **argv)
 			    !WIFEXITED(status) || WEXITSTATUS(status))
 				return 1;
 			return 0;
+		}
+		if (!strncmp(argv[i], "fd2", 3)) {
+			if (fd2_op(label, argv[i]))
+				return 2;
+			fflush(stdout);
+			continue;
 		}
 		if (!strncmp(argv[i], "cancel-connect=", 15)) {
 			if (cancel_connect(label, argv[i] + 15))

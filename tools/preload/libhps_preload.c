@@ -35,6 +35,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <linux/af_hps.h>
@@ -47,10 +49,12 @@
 #define HPS_OPT_LEN	32	/* largest option value remembered */
 #define HPS_RULES_MAX	65536	/* largest rules file read */
 #define HPS_DEFAULT_RULES "/etc/hps_run.conf"
+#define HPS_SYSLOG_PATH	"/dev/log"
 
 enum hps_mode { MODE_ALL, MODE_NONE, MODE_RULES };
 enum hps_action { ACT_TCP, ACT_HPS };
 enum hps_dir { DIR_LISTEN = 1, DIR_CONNECT = 2, DIR_ANY = 3 };
+enum hps_log { OUT_AUTO, OUT_STDERR, OUT_SYSLOG };
 
 struct hps_rule {
 	int action;
@@ -72,6 +76,11 @@ static struct {
 	int nrules;
 	struct hps_rule rules[HPS_MAX_RULES];
 	const char *rules_path;
+	int log;		/* enum hps_log */
+	int err_open;		/* fd 2 at start-up: open, and which file */
+	dev_t err_dev;
+	ino_t err_ino;
+	struct sockaddr_un log_addr;
 } cfg;
 
 struct hps_opt {
@@ -103,17 +112,81 @@ static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 
 static char rules_buf[HPS_RULES_MAX + 1];
 
-/* Messages go straight to fd 2 with one write(): no stdio, no malloc. */
-static void say(const char *fmt, ...)
+static int sys_socket(int domain, int type, int protocol);
+static int sys_connect(int fd, const struct sockaddr *sa, socklen_t len);
+
+/*
+ * May a message go to fd 2? A program's fd 2 is not always its error
+ * output: a daemon that closed its standard descriptors may have a socket
+ * or a data file there, and inetd's children have the connection. So a
+ * terminal always, and otherwise only when asked (-d, HPS_RUN_LOG=stderr)
+ * and fd 2 is still the file it was at start-up and not a socket.
+ */
+static int stderr_ok(void)
+{
+	struct stat st;
+
+	if (cfg.log == OUT_SYSLOG)
+		return 0;
+	if (isatty(STDERR_FILENO))
+		return 1;
+	if (cfg.log != OUT_STDERR && !cfg.debug)
+		return 0;
+	return cfg.err_open && !fstat(STDERR_FILENO, &st) &&
+	       !S_ISSOCK(st.st_mode) && st.st_dev == cfg.err_dev &&
+	       st.st_ino == cfg.err_ino;
+}
+
+/*
+ * The syslog socket, opened for each message and closed after it: a
+ * descriptor kept open could be closed by the program and its number
+ * reused for something else. Raw system calls: connect() here must not
+ * come back into this library. Never blocks: a message lost is better
+ * than a program stuck behind a busy syslog daemon.
+ */
+static void to_syslog(const char *msg, int len)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	unsigned int i;
+	int fd, err;
+
+	if (!cfg.log_addr.sun_path[0])
+		return;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		fd = sys_socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return;
+		if (!sys_connect(fd, (struct sockaddr *)&cfg.log_addr,
+				 sizeof(cfg.log_addr))) {
+			/* A stream syslog socket takes NUL-ended messages. */
+			send(fd, msg, len + (types[i] == SOCK_STREAM),
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
+			close(fd);
+			return;
+		}
+		err = errno;
+		close(fd);
+		if (err != EPROTOTYPE)
+			return;
+	}
+}
+
+/*
+ * One message: to fd 2 with one write() when stderr_ok(), else to syslog
+ * (LOG_USER, at pri). No stdio, no malloc.
+ */
+static void say_pri(int pri, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
-	int n, m, cancel;
+	int n, m, head, cancel;
 	int saved = errno;
 
 	/* write() is a cancellation point; a message is never cut short. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	n = snprintf(buf, sizeof(buf), "hps_run[%d]: ", (int)getpid());
+	head = snprintf(buf, sizeof(buf), "<%d>", LOG_USER | pri);
+	n = head + snprintf(buf + head, sizeof(buf) - head, "hps_run[%d]: ",
+			    (int)getpid());
 	va_start(ap, fmt);
 	m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
 	va_end(ap);
@@ -122,15 +195,24 @@ static void say(const char *fmt, ...)
 	n += m;
 	if (n > (int)sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* A failed write has nowhere else to be reported. */
-	if (write(STDERR_FILENO, buf, n) < 0)
-		errno = saved;
+	if (stderr_ok()) {
+		buf[n++] = '\n';
+		/* A failed write has nowhere else to be reported. */
+		if (write(STDERR_FILENO, buf + head, n - head) < 0)
+			errno = saved;
+	} else {
+		buf[n] = '\0';
+		to_syslog(buf, n);
+	}
 	pthread_setcancelstate(cancel, NULL);
 	errno = saved;
 }
 
-#define dbg(...) do { if (cfg.debug) say(__VA_ARGS__); } while (0)
+#define say(...) say_pri(LOG_WARNING, __VA_ARGS__)
+#define dbg(...) do {						\
+	if (cfg.debug)							\
+		say_pri(LOG_DEBUG, __VA_ARGS__);			\
+} while (0)
 
 /* The one message the brief promises, once per process. */
 static void say_fallback(int err)
@@ -376,6 +458,7 @@ static void atfork_release(void)
 static void hps_init(void)
 {
 	const char *mode, *fb, *v;
+	struct stat st;
 
 	real_socket = next_sym("socket", sys_socket);
 	real_connect = next_sym("connect", sys_connect);
@@ -389,6 +472,27 @@ static void hps_init(void)
 	cfg.dryrun = v && *v && strcmp(v, "0");
 	if (cfg.dryrun)
 		cfg.debug = 1;
+	/* Where messages go; first, so that the ones below go there. */
+	if (!fstat(STDERR_FILENO, &st)) {
+		cfg.err_open = 1;
+		cfg.err_dev = st.st_dev;
+		cfg.err_ino = st.st_ino;
+	}
+	/* Testing hook: the syslog socket. */
+	v = getenv("HPS_RUN_LOG_SOCKET");
+	if (!v || !*v)
+		v = HPS_SYSLOG_PATH;
+	cfg.log_addr.sun_family = AF_UNIX;
+	if (strlen(v) < sizeof(cfg.log_addr.sun_path))
+		strcpy(cfg.log_addr.sun_path, v);
+	v = getenv("HPS_RUN_LOG");
+	if (v && !strcmp(v, "stderr"))
+		cfg.log = OUT_STDERR;
+	else if (v && !strcmp(v, "syslog"))
+		cfg.log = OUT_SYSLOG;
+	else if (v && *v && strcmp(v, "auto"))
+		say("HPS_RUN_LOG=%s is not auto, stderr or syslog: using auto",
+		    v);
 	/* Testing hook: the family number to move sockets to. */
 	v = getenv("HPS_RUN_AF");
 	cfg.af = v && *v ? atoi(v) : AF_HPS;
