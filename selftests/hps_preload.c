@@ -256,8 +256,8 @@ static int count(const char *hay, const char *needle)
 	return n;
 }
 
-/* A rules file in /tmp; the name goes to path (PATH_MAX). */
-static int write_rules(char *path, const char *text)
+/* A rules file in /tmp of len bytes; the name goes to path (PATH_MAX). */
+static int write_rules_len(char *path, const char *text, size_t len)
 {
 	int fd;
 
@@ -265,11 +265,16 @@ static int write_rules(char *path, const char *text)
 	fd = mkstemp(path);
 	if (fd < 0)
 		return -1;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+	if (write(fd, text, len) != (ssize_t)len) {
 		close(fd);
 		return -1;
 	}
 	return close(fd);
+}
+
+static int write_rules(char *path, const char *text)
+{
+	return write_rules_len(path, text, strlen(text));
 }
 
 /* An unused TCP port on the loopback, for a rule to name. */
@@ -695,6 +700,7 @@ TEST(log_destination)
 	logsink_close(&ls);
 }
 
+/* A line that does not parse is reported, and the file is not used. */
 TEST(rules_bad_line_reported)
 {
 	char rules[PATH_MAX];
@@ -711,7 +717,110 @@ TEST(rules_bad_line_reported)
 	EXPECT_EQ(3, count(r.err, "cannot parse rule")) TH_LOG("%s", r.err);
 	EXPECT_LOG(&r, ":1: cannot parse rule");
 	EXPECT_LOG(&r, ":3: cannot parse rule");
+	EXPECT_LOG(&r, ": 3 bad line(s): refused, leaving all sockets TCP");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (rules file refused)");
 	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	unlink(rules);
+}
+
+#define RULES_MAX 65536		/* the library's limit */
+
+/*
+ * A rules file over the limit is refused whole, never cut: its first
+ * 64 KiB say "default hps", and the line across the limit would read
+ * "use tcp connect *:22" if cut there.
+ */
+TEST(rules_file_too_long_refused)
+{
+	static const char head[] = "default hps\n";
+	static const char cut[] = "use tcp connect *:2222\n";
+	static char text[RULES_MAX + 64];
+	char rules[PATH_MAX];
+	size_t len;
+	struct run r;
+
+	/* Exactly the limit: used. */
+	memset(text, '#', RULES_MAX);
+	memcpy(text, head, strlen(head));
+	text[RULES_MAX - 1] = '\n';
+	ASSERT_EQ(0, write_rules_len(rules, text, RULES_MAX));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, "tcp4 socket -> hps (default; dry run: kept tcp)");
+	EXPECT_EQ(NULL, strstr(r.err, "refused"));
+	unlink(rules);
+
+	/* Over it: refused, whatever its first 64 KiB say. */
+	len = RULES_MAX - 20;
+	text[len - 1] = '\n';
+	memcpy(text + len, cut, strlen(cut));
+	len += strlen(cut);
+	ASSERT_LT(RULES_MAX, len);
+	ASSERT_EQ(0, write_rules_len(rules, text, len));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 "tcp4,nb,connect=127.0.0.1:22", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, " is larger than 65536 bytes: refused, leaving all sockets TCP");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (rules file refused)");
+	EXPECT_EQ(2, count(r.err, "socket -> tcp (rules file refused)"));
+	EXPECT_EQ(NULL, strstr(r.err, "-> hps"));
+
+	/* And the sockets really stay TCP. */
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe", "tcp4", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	EXPECT_LOG(&r, "refused, leaving all sockets TCP");
+	unlink(rules);
+}
+
+/*
+ * Malformed files are refused whole: a NUL byte (which used to end the
+ * file there), a line that does not parse, more rules than the table
+ * holds. Each says why; every socket stays TCP.
+ */
+TEST(rules_file_malformed_refused)
+{
+	static const char nul[] = "default hps\n\0use tcp any *:*\n";
+	static char many[300 * 20];
+	char rules[PATH_MAX];
+	struct run r;
+	int i, n = 0;
+
+	ASSERT_EQ(0, write_rules_len(rules, nul, sizeof(nul) - 1));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, ": line 2 holds a NUL byte: refused, leaving all sockets TCP");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (rules file refused)");
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe", "tcp4", NULL));
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	unlink(rules);
+
+	ASSERT_EQ(0, write_rules(rules,
+		"default hps\n"
+		"use tcp listen *:22 # ssh stays\n"
+		"use tpc listen *:2222\n"));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, ":3: cannot parse rule");
+	EXPECT_LOG(&r, ": 1 bad line(s): refused, leaving all sockets TCP");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (rules file refused)");
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe", "tcp4", NULL));
+	EXPECT_LINE(&r, "sock tcp4 domain=2 ");
+	unlink(rules);
+
+	for (i = 0; i < 257; i++)
+		n += snprintf(many + n, sizeof(many) - n,
+			      "use hps connect *:%d\n", 1000 + i);
+	ASSERT_EQ(0, write_rules(rules, many));
+	ASSERT_EQ(0, run(&r, "", "@run", "-n", "-r", rules, "@probe", "tcp4",
+			 NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LOG(&r, ":257: more than 256 rules");
+	EXPECT_LOG(&r, ": 1 bad line(s): refused, leaving all sockets TCP");
+	EXPECT_LOG(&r, "tcp4 socket -> tcp (rules file refused)");
 	unlink(rules);
 }
 

@@ -47,7 +47,7 @@
 #define HPS_MAX_FD	4096	/* pending sockets above this stay TCP */
 #define HPS_MAX_OPTS	16	/* setsockopt() calls remembered per socket */
 #define HPS_OPT_LEN	32	/* largest option value remembered */
-#define HPS_RULES_MAX	65536	/* largest rules file read */
+#define HPS_RULES_MAX	65536	/* largest rules file accepted */
 #define HPS_DEFAULT_RULES "/etc/hps_run.conf"
 #define HPS_SYSLOG_PATH	"/dev/log"
 
@@ -74,6 +74,7 @@ static struct {
 	int af;			/* family to move sockets to (AF_HPS) */
 	int default_action;
 	int nrules;
+	int rules_refused;	/* unreadable or bad: mode none */
 	struct hps_rule rules[HPS_MAX_RULES];
 	const char *rules_path;
 	int log;		/* enum hps_log */
@@ -110,7 +111,8 @@ static int (*real_connect)(int, const struct sockaddr *, socklen_t);
 static int (*real_listen)(int, int);
 static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 
-static char rules_buf[HPS_RULES_MAX + 1];
+/* + 1 to see that a file is longer than the limit, + 1 for the NUL */
+static char rules_buf[HPS_RULES_MAX + 2];
 
 static int sys_socket(int domain, int type, int protocol);
 static int sys_connect(int fd, const struct sockaddr *sa, socklen_t len);
@@ -364,7 +366,11 @@ static int parse_action(const char *s)
 	return -1;
 }
 
-static void parse_line(char *line, int lineno)
+/*
+ * One line; 0 if it is a rule, a default, a comment or blank, else -1,
+ * said unless quiet.
+ */
+static int parse_line(char *line, int lineno, int quiet)
 {
 	char *tok[6];
 	int n = 0, act;
@@ -378,14 +384,14 @@ static void parse_line(char *line, int lineno)
 	     p = strtok_r(NULL, " \t\r", &save))
 		tok[n++] = p;
 	if (!n)
-		return;
+		return 0;
 
 	if (!strcmp(tok[0], "default") && n == 2) {
 		act = parse_action(tok[1]);
 		if (act < 0)
 			goto bad;
 		cfg.default_action = act;
-		return;
+		return 0;
 	}
 	memset(&r, 0, sizeof(r));
 	r.line = lineno;
@@ -405,40 +411,81 @@ static void parse_line(char *line, int lineno)
 	if (parse_spec(tok[3], &r))
 		goto bad;
 	if (cfg.nrules == HPS_MAX_RULES) {
-		say("%s:%d: more than %d rules: rule ignored", cfg.rules_path,
-		    lineno, HPS_MAX_RULES);
-		return;
+		if (!quiet)
+			say("%s:%d: more than %d rules", cfg.rules_path,
+			    lineno, HPS_MAX_RULES);
+		return -1;
 	}
 	cfg.rules[cfg.nrules++] = r;
-	return;
+	return 0;
 bad:
-	say("%s:%d: cannot parse rule (want 'use hps|tcp listen|connect|any ADDR:PORTS' or 'default hps|tcp'): line ignored",
-	    cfg.rules_path, lineno);
+	if (!quiet)
+			say("%s:%d: cannot parse rule (want 'use hps|tcp listen|connect|any ADDR:PORTS' or 'default hps|tcp')",
+		    cfg.rules_path, lineno);
+	return -1;
 }
 
+/*
+ * Read and parse the whole rules file, or refuse it: a file cut at a size
+ * limit may end in a line cut mid-token ("*:22" of "*:2222"), and one bad
+ * line may be the "use tcp" that kept a service off RDMA, so a file that
+ * is too long, holds a NUL byte or has a line that does not parse is not
+ * used at all. Returns 0, or -1 after saying why.
+ */
 static int load_rules(const char *path)
 {
 	ssize_t n, got = 0;
-	char *line, *nl;
-	int fd, lineno = 0;
+	char *line, *nl, *nul;
+	int fd, err, lineno = 0, bad = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	while (got < HPS_RULES_MAX &&
-	       (n = read(fd, rules_buf + got, HPS_RULES_MAX - got)) > 0)
-		got += n;
+	if (fd < 0) {
+		err = errno;
+		goto unreadable;
+	}
+	/* One byte past the limit: a file that reaches it is too long. */
+	do {
+		n = read(fd, rules_buf + got, HPS_RULES_MAX + 1 - got);
+		if (n > 0)
+			got += n;
+	} while ((n > 0 && got <= HPS_RULES_MAX) || (n < 0 && errno == EINTR));
+	err = errno;
 	close(fd);
 	if (n < 0)
+		goto unreadable;
+	if (got > HPS_RULES_MAX) {
+		say("rules file %s is larger than %d bytes: refused, leaving all sockets TCP",
+		    path, HPS_RULES_MAX);
 		return -1;
+	}
+	nul = memchr(rules_buf, '\0', got);
+	if (nul) {
+		for (line = rules_buf, lineno = 1; line < nul; line++)
+			lineno += *line == '\n';
+		say("rules file %s: line %d holds a NUL byte: refused, leaving all sockets TCP",
+		    path, lineno);
+		return -1;
+	}
 	rules_buf[got] = '\0';
 	for (line = rules_buf; line && *line; line = nl) {
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl++ = '\0';
-		parse_line(line, ++lineno);
+		/* The first few: a binary file would say every line. */
+		if (parse_line(line, ++lineno, bad >= 10))
+			bad++;
+	}
+	if (bad) {
+		say("rules file %s: %d bad line(s): refused, leaving all sockets TCP",
+		    path, bad);
+		cfg.nrules = 0;
+		return -1;
 	}
 	return 0;
+unreadable:
+	say("cannot read rules file %s (%s): leaving all sockets TCP", path,
+	    strerror(err));
+	return -1;
 }
 
 /* ---- configuration ------------------------------------------------------ */
@@ -526,9 +573,8 @@ static void hps_init(void)
 		if (!cfg.rules_path)
 			cfg.rules_path = HPS_DEFAULT_RULES;
 		if (load_rules(cfg.rules_path)) {
-			say("cannot read rules file %s (%s): leaving all sockets TCP",
-			    cfg.rules_path, strerror(errno));
 			cfg.mode = MODE_NONE;
+			cfg.rules_refused = 1;
 		}
 	} else {
 		say("HPS_RUN_MODE=%s is not all, none or rules: leaving all sockets TCP",
@@ -697,7 +743,8 @@ static void fmt_why(int line, char *buf, size_t len)
 	if (cfg.mode == MODE_ALL)
 		snprintf(buf, len, "mode all");
 	else if (cfg.mode == MODE_NONE)
-		snprintf(buf, len, "mode none");
+		snprintf(buf, len, cfg.rules_refused ? "rules file refused" :
+			 "mode none");
 	else if (line)
 		snprintf(buf, len, "%s:%d", cfg.rules_path, line);
 	else
