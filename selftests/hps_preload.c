@@ -31,6 +31,7 @@
 
 #include <linux/af_hps.h>
 
+#include "hps_util.h"
 #include "kselftest_harness.h"
 
 #define MISSING_MSG \
@@ -576,6 +577,264 @@ TEST(rules_listen_by_port)
 		EXPECT_LINE(&r, "sock tcp6 domain=22 nonblock=1");
 		EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=1");
 	}
+	unlink(rules);
+}
+
+/*
+ * The value after the nth (from 0) occurrence of key (" addr=") in hay, up
+ * to a space or the end of the line; "" if there is none.
+ */
+static const char *field(const char *hay, const char *key, int nth,
+			 char *buf, size_t len)
+{
+	const char *p = hay;
+	size_t n;
+
+	buf[0] = '\0';
+	while ((p = strstr(p, key)) && nth--)
+		p += strlen(key);
+	if (!p)
+		return buf;
+	p += strlen(key);
+	n = strcspn(p, " \n");
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* A plain TCP listener on addr (this process is not under hps_run). */
+static int tcp_listener(const char *addr, int *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (void *)&sin, sizeof(sin)) || listen(fd, 16) ||
+	    getsockname(fd, (void *)&sin, &len))
+		return -1;
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/*
+ * An address of this host that no RDMA device has, for a re-bind that
+ * must fail: on a dummy interface of its own. Not 127.0.0.1: rdma_cm
+ * binds loopback addresses to an RDMA device (over rxe, AF_HPS binds and
+ * listens on 127.0.0.1).
+ */
+#define NORDMA_DEV	"hps_nordma"
+#define NORDMA_ADDR	"192.0.2.1"	/* TEST-NET-1 */
+
+static void nordma_down(void)
+{
+	system("ip link del " NORDMA_DEV " 2>/dev/null");
+}
+
+static int nordma_up(void)
+{
+	struct sockaddr_in sin;
+	int fd, ret;
+
+	nordma_down();
+	if (system("ip link add " NORDMA_DEV " type dummy && "
+		   "ip addr add " NORDMA_ADDR "/24 dev " NORDMA_DEV " && "
+		   "ip link set " NORDMA_DEV " up"))
+		return -1;
+	/* The premise: AF_HPS cannot bind there. */
+	fd = socket(AF_HPS, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	hps_sin(&sin, NORDMA_ADDR, 0);
+	ret = bind(fd, (void *)&sin, sizeof(sin));
+	close(fd);
+	return ret ? 0 : -1;
+}
+
+static const char listen_rules[] =
+	"use hps listen *:*\n"
+	"use tcp connect *:*\n";
+
+static const char connect_all_rules[] =
+	"use hps connect *:*\n"
+	"use tcp listen *:*\n";
+
+/*
+ * A move whose re-bind fails (an address no RDMA device has) is no move:
+ * the program's descriptor is the TCP socket it was, bound to the same
+ * address and port, with its options, and listens, connects and accepts
+ * over TCP. With HPS_RUN_FALLBACK=error listen() fails, and fails again
+ * when retried, on that same TCP socket. An address bound without a port
+ * (IP_BIND_ADDRESS_NO_PORT) counts as bound: it used to be dropped, and
+ * the socket moved and connected from any address.
+ */
+TEST(rebind_failure_keeps_tcp)
+{
+	char rules[PATH_MAX], a1[64], a2[64], spec[2][96];
+	struct run r;
+	int l, port;
+
+	NEED_HPS();
+	ASSERT_EQ(0, nordma_up())
+		TH_LOG("cannot set up %s on %s, or AF_HPS binds it",
+		       NORDMA_ADDR, NORDMA_DEV);
+	ASSERT_EQ(0, write_rules(rules, listen_rules));
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe",
+			 "tcp4,bind=" NORDMA_ADDR ":0,addr,listen,addr,report,selfconnect",
+			 "tcp4,opt,keepalive,bind=" NORDMA_ADDR ":0,listen,report",
+			 NULL));
+	EXPECT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 bind=ok addr=" NORDMA_ADDR ":");
+	field(r.out, " addr=", 0, a1, sizeof(a1));
+	field(r.out, " addr=", 1, a2, sizeof(a2));
+	EXPECT_STREQ(a1, a2) TH_LOG("%s", r.out);
+	EXPECT_STRNE(NORDMA_ADDR ":0", a1);
+	EXPECT_LINE(&r, " listen=ok addr=" NORDMA_ADDR ":");
+	/* SO_REUSEADDR, set for the attempt, is back to the program's 0. */
+	EXPECT_LINE(&r, " reuseaddr=0 selfconnect=ok\n");
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 reuseaddr=1 bind=ok listen=ok keepalive=1 ");
+	EXPECT_LOG(&r, "but cannot bind the AF_HPS socket to " NORDMA_ADDR ":");
+	EXPECT_LOG(&r, ": kept TCP");
+
+	ASSERT_EQ(0, run(&r, "HPS_RUN_FALLBACK=error", "@run", "-r", rules,
+			 "@probe",
+			 "tcp4,bind=" NORDMA_ADDR ":0,addr,listen,listen,addr,selfconnect",
+			 NULL));
+	EXPECT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 bind=ok addr=" NORDMA_ADDR ":");
+	EXPECT_LINE(&r, " listen=EADDRNOTAVAIL listen=EADDRNOTAVAIL addr=" NORDMA_ADDR ":");
+	field(r.out, " addr=", 0, a1, sizeof(a1));
+	field(r.out, " addr=", 1, a2, sizeof(a2));
+	EXPECT_STREQ(a1, a2) TH_LOG("%s", r.out);
+	/* Not listening: the TCP socket was never told to. */
+	EXPECT_LINE(&r, " selfconnect=ECONNREFUSED\n");
+	EXPECT_LOG(&r, "but cannot bind the AF_HPS socket to " NORDMA_ADDR ":");
+	EXPECT_LOG(&r, ": failing the call");
+	unlink(rules);
+
+	l = tcp_listener(NORDMA_ADDR, &port);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, write_rules(rules, connect_all_rules));
+	snprintf(spec[0], sizeof(spec[0]),
+		 "tcp4,bind=" NORDMA_ADDR ":0,addr,connect=" NORDMA_ADDR ":%d,addr",
+		 port);
+	snprintf(spec[1], sizeof(spec[1]),
+		 "tcp4,nport,bind=" NORDMA_ADDR ":0,connect=" NORDMA_ADDR ":%d,addr",
+		 port);
+	/* -d: the second failure of a kind is said only there. */
+	ASSERT_EQ(0, run(&r, "", "@run", "-d", "-r", rules, "@probe", spec[0],
+			 spec[1], NULL));
+	EXPECT_EQ(0, r.status) TH_LOG("%s", r.err);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 bind=ok addr=" NORDMA_ADDR ":");
+	field(r.out, " addr=", 0, a1, sizeof(a1));
+	field(r.out, " addr=", 1, a2, sizeof(a2));
+	EXPECT_STREQ(a1, a2) TH_LOG("%s", r.out);
+	EXPECT_LINE(&r, "sock tcp4 domain=2 nonblock=0 cloexec=0 bind=ok connect=ok addr=" NORDMA_ADDR ":");
+	EXPECT_LOG(&r, "but cannot bind the AF_HPS socket to " NORDMA_ADDR ":0 ");
+	close(l);
+	unlink(rules);
+	nordma_down();
+}
+
+/*
+ * Bound sockets that can move do, to the same address and port, whether
+ * the program set SO_REUSEADDR or not (the TCP socket holds the port until
+ * the AF_HPS one has it). A connecting socket bound without a port keeps
+ * its address.
+ */
+TEST(bound_sockets_move)
+{
+	const char *self = getenv("HPS_SELF");
+	char rules[PATH_MAX], a1[64], a2[64], spec[3][128], want[96];
+	struct run r;
+	int l, port;
+
+	NEED_HPS();
+	ASSERT_NE(NULL, self) TH_LOG("HPS_SELF unset: run in the test VM");
+	ASSERT_EQ(0, write_rules(rules, listen_rules));
+	snprintf(spec[0], sizeof(spec[0]), "tcp4,bind=%s:0,addr,listen,addr",
+		 self);
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe", spec[0],
+			 "tcp4,opt,bind=0.0.0.0:0,addr,listen,addr", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	snprintf(want, sizeof(want),
+		 "sock tcp4 domain=22 nonblock=0 cloexec=0 bind=ok addr=%s:",
+		 self);
+	EXPECT_LINE(&r, want);
+	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=0 reuseaddr=1 bind=ok addr=0.0.0.0:");
+	EXPECT_EQ(2, count(r.out, " listen=ok addr=")) TH_LOG("%s", r.out);
+	field(r.out, " addr=", 0, a1, sizeof(a1));
+	field(r.out, " addr=", 1, a2, sizeof(a2));
+	EXPECT_STREQ(a1, a2) TH_LOG("%s", r.out);
+	field(r.out, " addr=", 2, a1, sizeof(a1));
+	field(r.out, " addr=", 3, a2, sizeof(a2));
+	EXPECT_STREQ(a1, a2) TH_LOG("%s", r.out);
+	EXPECT_EQ(NULL, strstr(r.err, "kept TCP"));
+	unlink(rules);
+
+	l = hps_listener(&port, 8);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, write_rules(rules, connect_all_rules));
+	snprintf(spec[1], sizeof(spec[1]),
+		 "tcp4,nport,bind=%s:0,connect=%s:%d,addr", self, self, port);
+	snprintf(spec[2], sizeof(spec[2]),
+		 "tcp4,bind=%s:0,addr,connect=%s:%d,addr", self, self, port);
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe", spec[1],
+			 spec[2], NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	snprintf(want, sizeof(want),
+		 "sock tcp4 domain=22 nonblock=0 cloexec=0 bind=ok connect=ok addr=%s:",
+		 self);
+	EXPECT_LINE(&r, want);
+	EXPECT_EQ(2, count(r.out, "domain=22 ")) TH_LOG("%s", r.out);
+	EXPECT_EQ(2, count(r.out, " connect=ok ")) TH_LOG("%s", r.out);
+	field(r.out, " addr=", 1, a1, sizeof(a1));
+	field(r.out, " addr=", 2, a2, sizeof(a2));
+	EXPECT_STREQ(a1, a2) TH_LOG("%s", r.out);
+	/* IP_BIND_ADDRESS_NO_PORT itself is refused, and said so. */
+	EXPECT_LOG(&r, "IP_BIND_ADDRESS_NO_PORT not carried to AF_HPS");
+	close(l);
+	unlink(rules);
+}
+
+/*
+ * Every option set on a pending socket is on the moved socket, or its
+ * absence is said with a reason, or the socket stays TCP with the reason
+ * (options that decide which connections a socket takes, and options too
+ * large to keep). Filters are never replayed: their value is a pointer
+ * (here to memory the program overwrote after attaching) or a descriptor
+ * number (here closed and reused after attaching).
+ */
+TEST(options_carried_or_refused)
+{
+	char rules[PATH_MAX];
+	struct run r;
+
+	NEED_HPS();
+	ASSERT_EQ(0, write_rules(rules, listen_rules));
+	ASSERT_EQ(0, run(&r, "", "@run", "-r", rules, "@probe",
+			 "tcp4,keepalive,nodelay,rcvbuf=65536,linger,tos=16,freebind,filter,listen,report",
+			 "tcp4,bpf,listen,report", "tcp6,v6only,listen,report",
+			 "tcp4,transparent,listen,report",
+			 "tcp4,md5,listen,report", NULL));
+	ASSERT_EQ(0, r.status) TH_LOG("%s", r.err);
+	/* TCP's values for comparison: SO_RCVBUF doubled by the kernel. */
+	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=0 listen=ok keepalive=1 nodelay=1 rcvbuf=131072 linger=1:7 filter=0 v6only=ENOPROTOOPT tos=ENOPROTOOPT reuseaddr=0\n");
+	EXPECT_LOG(&r, "IP_TOS not carried to AF_HPS, which refuses it (");
+	EXPECT_LOG(&r, "IP_FREEBIND not carried to AF_HPS, which refuses it (");
+	EXPECT_LOG(&r, "SO_ATTACH_FILTER not carried to AF_HPS: its value points into the program's memory");
+	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=0 listen=ok keepalive=0 nodelay=0 ");
+	EXPECT_LOG(&r, "SO_ATTACH_BPF not carried to AF_HPS: its value is a descriptor number");
+	EXPECT_LINE(&r, "sock tcp6 domain=10 nonblock=0 cloexec=0 listen=ok ");
+	EXPECT_LINE(&r, " v6only=1 ");
+	EXPECT_LOG(&r, "but IPV6_V6ONLY is set, and AF_HPS cannot make an IPv6 socket IPv6-only: kept TCP");
+	EXPECT_EQ(2, count(r.out, "sock tcp4 domain=2 ")) TH_LOG("%s", r.out);
+	EXPECT_LOG(&r, "but IP_TRANSPARENT is set, and AF_HPS takes no connections for addresses not its own: kept TCP");
+	EXPECT_LOG(&r, "but TCP_MD5SIG cannot be carried (216 bytes; the library keeps 64): kept TCP");
 	unlink(rules);
 }
 
