@@ -11,9 +11,12 @@
  * the answer depends on an address (a "listen" rule on a port, a "connect"
  * rule on a subnet) is the socket created as TCP and remembered as pending;
  * listen() and connect() then decide with the address in hand and, if the
- * socket must move, re-create it as AF_HPS on the same descriptor number
- * (dup3), carrying over O_NONBLOCK, FD_CLOEXEC, the options the program set
- * with setsockopt() and the local address it bound. That is why listen(),
+ * socket must move, re-create it as AF_HPS on the same descriptor number,
+ * carrying over O_NONBLOCK, FD_CLOEXEC, the options the program set with
+ * setsockopt() and the local address it bound. The AF_HPS socket is made
+ * ready on a descriptor of its own and put on the program's by dup3() only
+ * once nothing can fail any more, so a move that fails leaves the program
+ * its TCP socket as it was (pending_move()). That is why listen(),
  * connect() and setsockopt() are interposed too; for every other descriptor
  * they are a single relaxed load and a call through.
  *
@@ -25,7 +28,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,6 +39,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <linux/af_hps.h>
@@ -43,13 +50,16 @@
 #define HPS_MAX_RULES	256
 #define HPS_MAX_FD	4096	/* pending sockets above this stay TCP */
 #define HPS_MAX_OPTS	16	/* setsockopt() calls remembered per socket */
-#define HPS_OPT_LEN	32	/* largest option value remembered */
-#define HPS_RULES_MAX	65536	/* largest rules file read */
+#define HPS_OPT_LEN	64	/* largest option value remembered (an ifreq) */
+#define HPS_MAX_SAID	64	/* distinct warnings said once per process */
+#define HPS_RULES_MAX	65536	/* largest rules file accepted */
 #define HPS_DEFAULT_RULES "/etc/hps_run.conf"
+#define HPS_SYSLOG_PATH	"/dev/log"
 
 enum hps_mode { MODE_ALL, MODE_NONE, MODE_RULES };
 enum hps_action { ACT_TCP, ACT_HPS };
 enum hps_dir { DIR_LISTEN = 1, DIR_CONNECT = 2, DIR_ANY = 3 };
+enum hps_log { OUT_AUTO, OUT_STDERR, OUT_SYSLOG };
 
 struct hps_rule {
 	int action;
@@ -69,13 +79,20 @@ static struct {
 	int af;			/* family to move sockets to (AF_HPS) */
 	int default_action;
 	int nrules;
+	int rules_refused;	/* unreadable or bad: mode none */
 	struct hps_rule rules[HPS_MAX_RULES];
 	const char *rules_path;
+	int log;		/* enum hps_log */
+	int err_open;		/* fd 2 at start-up: open, and which file */
+	dev_t err_dev;
+	ino_t err_ino;
+	struct sockaddr_un log_addr;
 } cfg;
 
 struct hps_opt {
 	int level, name;
 	socklen_t len;
+	int noreplay;		/* a pointer or a descriptor: value not kept */
 	unsigned char val[HPS_OPT_LEN];
 };
 
@@ -87,11 +104,16 @@ struct hps_pending {
 	int protocol;
 	int nopts;
 	struct hps_opt opts[HPS_MAX_OPTS];
+	struct hps_opt lost;	/* the first option that could not be kept */
+	int nlost;
 };
 
 static struct hps_pending pending[HPS_MAX_FD];
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { int kind, level, name; } said[HPS_MAX_SAID];	/* locked */
+static int nsaid;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_int init_done;
 static atomic_int fallback_said;
 
 static int (*real_socket)(int, int, int);
@@ -99,17 +121,84 @@ static int (*real_connect)(int, const struct sockaddr *, socklen_t);
 static int (*real_listen)(int, int);
 static int (*real_setsockopt)(int, int, int, const void *, socklen_t);
 
-static char rules_buf[HPS_RULES_MAX + 1];
+/* + 1 to see that a file is longer than the limit, + 1 for the NUL */
+static char rules_buf[HPS_RULES_MAX + 2];
 
-/* Messages go straight to fd 2 with one write(): no stdio, no malloc. */
-static void say(const char *fmt, ...)
+static int sys_socket(int domain, int type, int protocol);
+static int sys_connect(int fd, const struct sockaddr *sa, socklen_t len);
+
+/*
+ * May a message go to fd 2? A program's fd 2 is not always its error
+ * output: a daemon that closed its standard descriptors may have a socket
+ * or a data file there, and inetd's children have the connection. So a
+ * terminal always, and otherwise only when asked (-d, HPS_RUN_LOG=stderr)
+ * and fd 2 is still the file it was at start-up and not a socket.
+ */
+static int stderr_ok(void)
+{
+	struct stat st;
+
+	if (cfg.log == OUT_SYSLOG)
+		return 0;
+	if (isatty(STDERR_FILENO))
+		return 1;
+	if (cfg.log != OUT_STDERR && !cfg.debug)
+		return 0;
+	return cfg.err_open && !fstat(STDERR_FILENO, &st) &&
+	       !S_ISSOCK(st.st_mode) && st.st_dev == cfg.err_dev &&
+	       st.st_ino == cfg.err_ino;
+}
+
+/*
+ * The syslog socket, opened for each message and closed after it: a
+ * descriptor kept open could be closed by the program and its number
+ * reused for something else. Raw system calls: connect() here must not
+ * come back into this library. Never blocks: a message lost is better
+ * than a program stuck behind a busy syslog daemon.
+ */
+static void to_syslog(const char *msg, int len)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	unsigned int i;
+	int fd, err;
+
+	if (!cfg.log_addr.sun_path[0])
+		return;
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		fd = sys_socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return;
+		if (!sys_connect(fd, (struct sockaddr *)&cfg.log_addr,
+				 sizeof(cfg.log_addr))) {
+			/* A stream syslog socket takes NUL-ended messages. */
+			send(fd, msg, len + (types[i] == SOCK_STREAM),
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
+			close(fd);
+			return;
+		}
+		err = errno;
+		close(fd);
+		if (err != EPROTOTYPE)
+			return;
+	}
+}
+
+/*
+ * One message: to fd 2 with one write() when stderr_ok(), else to syslog
+ * (LOG_USER, at pri). No stdio, no malloc.
+ */
+static void say_pri(int pri, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
-	int n, m;
+	int n, m, head, cancel;
 	int saved = errno;
 
-	n = snprintf(buf, sizeof(buf), "hps_run[%d]: ", (int)getpid());
+	/* write() is a cancellation point; a message is never cut short. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	head = snprintf(buf, sizeof(buf), "<%d>", LOG_USER | pri);
+	n = head + snprintf(buf + head, sizeof(buf) - head, "hps_run[%d]: ",
+			    (int)getpid());
 	va_start(ap, fmt);
 	m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
 	va_end(ap);
@@ -118,14 +207,24 @@ static void say(const char *fmt, ...)
 	n += m;
 	if (n > (int)sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* A failed write has nowhere else to be reported. */
-	if (write(STDERR_FILENO, buf, n) < 0)
-		errno = saved;
+	if (stderr_ok()) {
+		buf[n++] = '\n';
+		/* A failed write has nowhere else to be reported. */
+		if (write(STDERR_FILENO, buf + head, n - head) < 0)
+			errno = saved;
+	} else {
+		buf[n] = '\0';
+		to_syslog(buf, n);
+	}
+	pthread_setcancelstate(cancel, NULL);
 	errno = saved;
 }
 
-#define dbg(...) do { if (cfg.debug) say(__VA_ARGS__); } while (0)
+#define say(...) say_pri(LOG_WARNING, __VA_ARGS__)
+#define dbg(...) do {						\
+	if (cfg.debug)							\
+		say_pri(LOG_DEBUG, __VA_ARGS__);			\
+} while (0)
 
 /* The one message the brief promises, once per process. */
 static void say_fallback(int err)
@@ -277,7 +376,11 @@ static int parse_action(const char *s)
 	return -1;
 }
 
-static void parse_line(char *line, int lineno)
+/*
+ * One line; 0 if it is a rule, a default, a comment or blank, else -1,
+ * said unless quiet.
+ */
+static int parse_line(char *line, int lineno, int quiet)
 {
 	char *tok[6];
 	int n = 0, act;
@@ -291,14 +394,14 @@ static void parse_line(char *line, int lineno)
 	     p = strtok_r(NULL, " \t\r", &save))
 		tok[n++] = p;
 	if (!n)
-		return;
+		return 0;
 
 	if (!strcmp(tok[0], "default") && n == 2) {
 		act = parse_action(tok[1]);
 		if (act < 0)
 			goto bad;
 		cfg.default_action = act;
-		return;
+		return 0;
 	}
 	memset(&r, 0, sizeof(r));
 	r.line = lineno;
@@ -318,40 +421,81 @@ static void parse_line(char *line, int lineno)
 	if (parse_spec(tok[3], &r))
 		goto bad;
 	if (cfg.nrules == HPS_MAX_RULES) {
-		say("%s:%d: more than %d rules: rule ignored", cfg.rules_path,
-		    lineno, HPS_MAX_RULES);
-		return;
+		if (!quiet)
+			say("%s:%d: more than %d rules", cfg.rules_path,
+			    lineno, HPS_MAX_RULES);
+		return -1;
 	}
 	cfg.rules[cfg.nrules++] = r;
-	return;
+	return 0;
 bad:
-	say("%s:%d: cannot parse rule (want 'use hps|tcp listen|connect|any ADDR:PORTS' or 'default hps|tcp'): line ignored",
-	    cfg.rules_path, lineno);
+	if (!quiet)
+		say("%s:%d: cannot parse rule (want 'use hps|tcp listen|connect|any ADDR:PORTS' or 'default hps|tcp')",
+		    cfg.rules_path, lineno);
+	return -1;
 }
 
+/*
+ * Read and parse the whole rules file, or refuse it: a file cut at a size
+ * limit may end in a line cut mid-token ("*:22" of "*:2222"), and one bad
+ * line may be the "use tcp" that kept a service off RDMA, so a file that
+ * is too long, holds a NUL byte or has a line that does not parse is not
+ * used at all. Returns 0, or -1 after saying why.
+ */
 static int load_rules(const char *path)
 {
 	ssize_t n, got = 0;
-	char *line, *nl;
-	int fd, lineno = 0;
+	char *line, *nl, *nul;
+	int fd, err, lineno = 0, bad = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	while (got < HPS_RULES_MAX &&
-	       (n = read(fd, rules_buf + got, HPS_RULES_MAX - got)) > 0)
-		got += n;
+	if (fd < 0) {
+		err = errno;
+		goto unreadable;
+	}
+	/* One byte past the limit: a file that reaches it is too long. */
+	do {
+		n = read(fd, rules_buf + got, HPS_RULES_MAX + 1 - got);
+		if (n > 0)
+			got += n;
+	} while ((n > 0 && got <= HPS_RULES_MAX) || (n < 0 && errno == EINTR));
+	err = errno;
 	close(fd);
 	if (n < 0)
+		goto unreadable;
+	if (got > HPS_RULES_MAX) {
+		say("rules file %s is larger than %d bytes: refused, leaving all sockets TCP",
+		    path, HPS_RULES_MAX);
 		return -1;
+	}
+	nul = memchr(rules_buf, '\0', got);
+	if (nul) {
+		for (line = rules_buf, lineno = 1; line < nul; line++)
+			lineno += *line == '\n';
+		say("rules file %s: line %d holds a NUL byte: refused, leaving all sockets TCP",
+		    path, lineno);
+		return -1;
+	}
 	rules_buf[got] = '\0';
 	for (line = rules_buf; line && *line; line = nl) {
 		nl = strchr(line, '\n');
 		if (nl)
 			*nl++ = '\0';
-		parse_line(line, ++lineno);
+		/* The first few: a binary file would say every line. */
+		if (parse_line(line, ++lineno, bad >= 10))
+			bad++;
+	}
+	if (bad) {
+		say("rules file %s: %d bad line(s): refused, leaving all sockets TCP",
+		    path, bad);
+		cfg.nrules = 0;
+		return -1;
 	}
 	return 0;
+unreadable:
+	say("cannot read rules file %s (%s): leaving all sockets TCP", path,
+	    strerror(err));
+	return -1;
 }
 
 /* ---- configuration ------------------------------------------------------ */
@@ -371,6 +515,7 @@ static void atfork_release(void)
 static void hps_init(void)
 {
 	const char *mode, *fb, *v;
+	struct stat st;
 
 	real_socket = next_sym("socket", sys_socket);
 	real_connect = next_sym("connect", sys_connect);
@@ -384,6 +529,27 @@ static void hps_init(void)
 	cfg.dryrun = v && *v && strcmp(v, "0");
 	if (cfg.dryrun)
 		cfg.debug = 1;
+	/* Where messages go; first, so that the ones below go there. */
+	if (!fstat(STDERR_FILENO, &st)) {
+		cfg.err_open = 1;
+		cfg.err_dev = st.st_dev;
+		cfg.err_ino = st.st_ino;
+	}
+	/* Testing hook: the syslog socket. */
+	v = getenv("HPS_RUN_LOG_SOCKET");
+	if (!v || !*v)
+		v = HPS_SYSLOG_PATH;
+	cfg.log_addr.sun_family = AF_UNIX;
+	if (strlen(v) < sizeof(cfg.log_addr.sun_path))
+		strcpy(cfg.log_addr.sun_path, v);
+	v = getenv("HPS_RUN_LOG");
+	if (v && !strcmp(v, "stderr"))
+		cfg.log = OUT_STDERR;
+	else if (v && !strcmp(v, "syslog"))
+		cfg.log = OUT_SYSLOG;
+	else if (v && *v && strcmp(v, "auto"))
+		say("HPS_RUN_LOG=%s is not auto, stderr or syslog: using auto",
+		    v);
 	/* Testing hook: the family number to move sockets to. */
 	v = getenv("HPS_RUN_AF");
 	cfg.af = v && *v ? atoi(v) : AF_HPS;
@@ -417,9 +583,8 @@ static void hps_init(void)
 		if (!cfg.rules_path)
 			cfg.rules_path = HPS_DEFAULT_RULES;
 		if (load_rules(cfg.rules_path)) {
-			say("cannot read rules file %s (%s): leaving all sockets TCP",
-			    cfg.rules_path, strerror(errno));
 			cfg.mode = MODE_NONE;
+			cfg.rules_refused = 1;
 		}
 	} else {
 		say("HPS_RUN_MODE=%s is not all, none or rules: leaving all sockets TCP",
@@ -434,9 +599,29 @@ static void hps_init(void)
 	    cfg.dryrun ? ", dry run" : "");
 }
 
+static void hps_init_mark(void)
+{
+	hps_init();
+	atomic_store_explicit(&init_done, 1, memory_order_release);
+}
+
+/*
+ * Initialisation (dlsym(), getenv(), pthread_atfork(), reading the rules)
+ * is neither async-signal-safe nor cancellation-safe, so it runs in the
+ * library's constructor, before the program's main() and before any
+ * thread or signal handler of its own. A constructor of another library
+ * that runs before ours and makes a socket gets it done on the spot, in
+ * the single-threaded start-up.
+ */
+__attribute__((constructor)) static void hps_ctor(void)
+{
+	pthread_once(&init_once, hps_init_mark);
+}
+
 static inline void hps_init_once(void)
 {
-	pthread_once(&init_once, hps_init);
+	if (!atomic_load_explicit(&init_done, memory_order_acquire))
+		pthread_once(&init_once, hps_init_mark);
 }
 
 /* ---- decisions ---------------------------------------------------------- */
@@ -568,7 +753,8 @@ static void fmt_why(int line, char *buf, size_t len)
 	if (cfg.mode == MODE_ALL)
 		snprintf(buf, len, "mode all");
 	else if (cfg.mode == MODE_NONE)
-		snprintf(buf, len, "mode none");
+		snprintf(buf, len, cfg.rules_refused ? "rules file refused" :
+			 "mode none");
 	else if (line)
 		snprintf(buf, len, "%s:%d", cfg.rules_path, line);
 	else
@@ -588,15 +774,54 @@ static const char *fam_name(int domain)
 
 /* ---- pending sockets ---------------------------------------------------- */
 
+/*
+ * What the thread had before it took pending_lock. Inside, the library
+ * calls close() and write(), which are cancellation points: a thread
+ * cancelled there would exit holding the lock, and every later call on a
+ * pending socket, and every fork() (whose handler takes the lock), would
+ * wait for ever. So cancellation is off while the lock is held, and a
+ * cancel request is acted on at the program's next cancellation point
+ * (the real connect(), say). Signals are blocked too: a handler that
+ * called connect() on a pending socket, or fork(), in the thread that was
+ * interrupted holding the lock would deadlock on it.
+ */
+struct hps_locked {
+	sigset_t sigs;
+	int cancel;
+};
+
+static void pending_lock_take(struct hps_locked *l)
+{
+	sigset_t all;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &l->cancel);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &l->sigs);
+	pthread_mutex_lock(&pending_lock);
+}
+
+static void pending_lock_drop(struct hps_locked *l)
+{
+	pthread_mutex_unlock(&pending_lock);
+	pthread_sigmask(SIG_SETMASK, &l->sigs, NULL);
+	pthread_setcancelstate(l->cancel, NULL);
+}
+
 /* Called with pending_lock held: is fd still the socket we remembered? */
+static int pending_same(int fd, const struct hps_pending *p)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && st.st_dev == p->dev && st.st_ino == p->ino;
+}
+
 static struct hps_pending *pending_get(int fd)
 {
 	struct hps_pending *p = &pending[fd];
-	struct stat st;
 
 	if (!atomic_load_explicit(&p->live, memory_order_relaxed))
 		return NULL;
-	if (fstat(fd, &st) || st.st_dev != p->dev || st.st_ino != p->ino) {
+	if (!pending_same(fd, p)) {
 		atomic_store(&p->live, 0);	/* closed and reused */
 		return NULL;
 	}
@@ -612,125 +837,431 @@ static int pending_maybe(int fd)
 static int pending_add(int fd, int type, int protocol)
 {
 	struct hps_pending *p;
+	struct hps_locked l;
 	struct stat st;
 
 	if (fd >= HPS_MAX_FD || fstat(fd, &st))
 		return -1;
-	pthread_mutex_lock(&pending_lock);
+	pending_lock_take(&l);
 	p = &pending[fd];
 	p->dev = st.st_dev;
 	p->ino = st.st_ino;
 	p->type = type;
 	p->protocol = protocol;
 	p->nopts = 0;
+	p->nlost = 0;
 	atomic_store(&p->live, 1);
-	pthread_mutex_unlock(&pending_lock);
+	pending_lock_drop(&l);
 	return 0;
 }
 
-static void pending_record_opt(int fd, int level, int name, const void *val,
-			       socklen_t len)
+/* ---- options ------------------------------------------------------------ */
+
+static const struct hps_optname {
+	int level, name;
+	const char *s;
+} optnames[] = {
+#define N(level, name) { level, name, #name }
+	N(SOL_SOCKET, SO_REUSEADDR), N(SOL_SOCKET, SO_REUSEPORT),
+	N(SOL_SOCKET, SO_KEEPALIVE), N(SOL_SOCKET, SO_LINGER),
+	N(SOL_SOCKET, SO_RCVBUF), N(SOL_SOCKET, SO_SNDBUF),
+	N(SOL_SOCKET, SO_RCVLOWAT), N(SOL_SOCKET, SO_RCVTIMEO),
+	N(SOL_SOCKET, SO_SNDTIMEO), N(SOL_SOCKET, SO_PRIORITY),
+	N(SOL_SOCKET, SO_MARK), N(SOL_SOCKET, SO_BINDTODEVICE),
+	N(SOL_SOCKET, SO_OOBINLINE), N(SOL_SOCKET, SO_ATTACH_FILTER),
+	N(SOL_SOCKET, SO_ATTACH_BPF), N(SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF),
+	N(SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF),
+	N(IPPROTO_TCP, TCP_NODELAY), N(IPPROTO_TCP, TCP_CORK),
+	N(IPPROTO_TCP, TCP_KEEPIDLE), N(IPPROTO_TCP, TCP_KEEPINTVL),
+	N(IPPROTO_TCP, TCP_KEEPCNT), N(IPPROTO_TCP, TCP_DEFER_ACCEPT),
+	N(IPPROTO_TCP, TCP_FASTOPEN), N(IPPROTO_TCP, TCP_USER_TIMEOUT),
+	N(IPPROTO_TCP, TCP_CONGESTION), N(IPPROTO_TCP, TCP_MAXSEG),
+	N(IPPROTO_TCP, TCP_QUICKACK), N(IPPROTO_TCP, TCP_NOTSENT_LOWAT),
+	N(IPPROTO_TCP, TCP_MD5SIG),
+	N(IPPROTO_IP, IP_TOS), N(IPPROTO_IP, IP_TTL),
+	N(IPPROTO_IP, IP_FREEBIND), N(IPPROTO_IP, IP_TRANSPARENT),
+	N(IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT),
+	N(IPPROTO_IPV6, IPV6_V6ONLY), N(IPPROTO_IPV6, IPV6_TCLASS),
+	N(IPPROTO_IPV6, IPV6_FREEBIND), N(IPPROTO_IPV6, IPV6_TRANSPARENT),
+#undef N
+};
+
+static const char *opt_name(int level, int name, char *buf, size_t len)
 {
-	struct hps_pending *p;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(optnames) / sizeof(optnames[0]); i++)
+		if (optnames[i].level == level && optnames[i].name == name)
+			return optnames[i].s;
+	snprintf(buf, len, "option %d of level %d", name, level);
+	return buf;
+}
+
+/*
+ * Options whose value is a pointer into the program's memory (a classic
+ * BPF program) or a descriptor number (an eBPF program): by the time of
+ * the move the memory may be freed or reused and the number may name
+ * another file. Their values are never kept nor replayed; a socket filter
+ * has nothing to filter on AF_HPS anyway (no packets reach its socket).
+ * Returns why, or NULL for an option that can be replayed.
+ */
+static const char *opt_noreplay(int level, int name)
+{
+	if (level != SOL_SOCKET)
+		return NULL;
+	if (name == SO_ATTACH_FILTER || name == SO_ATTACH_REUSEPORT_CBPF)
+		return "its value points into the program's memory, which may have changed since";
+	if (name == SO_ATTACH_BPF || name == SO_ATTACH_REUSEPORT_EBPF)
+		return "its value is a descriptor number, which may name another file by now";
+	return NULL;
+}
+
+/*
+ * Options that decide which connections the socket takes: AF_HPS cannot
+ * honour them, and a socket moved without them would take others (an
+ * IPv6 listener meant to be IPv6-only would claim IPv4 too, and fail the
+ * program's own IPv4 listener on that port; a transparent proxy would get
+ * none of its traffic). Set to non-zero, they keep the socket TCP.
+ */
+static const char *opt_blocks(const struct hps_opt *o)
+{
+	int v;
+
+	if (o->noreplay || o->len < sizeof(int))
+		return NULL;
+	memcpy(&v, o->val, sizeof(v));
+	if (!v)
+		return NULL;
+	if (o->level == IPPROTO_IPV6 && o->name == IPV6_V6ONLY)
+		return "AF_HPS cannot make an IPv6 socket IPv6-only";
+	if ((o->level == IPPROTO_IP && o->name == IP_TRANSPARENT) ||
+	    (o->level == IPPROTO_IPV6 && o->name == IPV6_TRANSPARENT))
+		return "AF_HPS takes no connections for addresses not its own";
+	return NULL;
+}
+
+/* Why AF_HPS's refusal of an option leaves the socket as good. */
+static const char *opt_hint(int level, int name)
+{
+	if (level == IPPROTO_IP && name == IP_BIND_ADDRESS_NO_PORT)
+		return "; the bound address is kept, its port chosen now";
+	if ((level == IPPROTO_IP && name == IP_FREEBIND) ||
+	    (level == IPPROTO_IPV6 && name == IPV6_FREEBIND))
+		return "; the AF_HPS socket was bound to the address as it is";
+	return "";
+}
+
+/*
+ * Say a warning of this kind about this option once per process (every
+ * time with -d): a server moving a socket per connection would repeat it
+ * for each. Called with pending_lock held.
+ */
+static int say_first(int kind, int level, int name)
+{
 	int i;
 
-	pthread_mutex_lock(&pending_lock);
-	p = pending_get(fd);
-	if (!p)
-		goto out;
-	if (len > HPS_OPT_LEN || !val) {
-		dbg("fd %d: option %d/%d too large to carry over", fd, level,
-		    name);
-		goto out;
+	for (i = 0; i < nsaid; i++)
+		if (said[i].kind == kind && said[i].level == level &&
+		    said[i].name == name)
+			return 0;
+	if (nsaid < HPS_MAX_SAID) {
+		said[nsaid].kind = kind;
+		said[nsaid].level = level;
+		said[nsaid].name = name;
+		nsaid++;
+	}
+	return 1;
+}
+
+enum { SAID_OPT_DROPPED = 1, SAID_MOVE_FAILED };
+
+static void opt_forget(struct hps_pending *p, int level, int name)
+{
+	int i;
+
+	for (i = 0; i < p->nopts; i++) {
+		if (p->opts[i].level == level && p->opts[i].name == name) {
+			p->opts[i] = p->opts[--p->nopts];
+			return;
+		}
+	}
+}
+
+/* A setsockopt() that succeeded on pending socket p. Lock held. */
+static void pending_record_opt(struct hps_pending *p, int level, int name,
+			       const void *val, socklen_t len)
+{
+	int noreplay = !!opt_noreplay(level, name);
+	struct hps_opt *o;
+	int i;
+
+	/* A filter detached is one no longer to be reported. */
+	if (level == SOL_SOCKET && name == SO_DETACH_FILTER) {
+		opt_forget(p, SOL_SOCKET, SO_ATTACH_FILTER);
+		opt_forget(p, SOL_SOCKET, SO_ATTACH_BPF);
+		return;
+	}
+	if (level == SOL_SOCKET && name == SO_DETACH_REUSEPORT_BPF) {
+		opt_forget(p, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF);
+		opt_forget(p, SOL_SOCKET, SO_ATTACH_REUSEPORT_EBPF);
+		return;
 	}
 	for (i = 0; i < p->nopts; i++)
 		if (p->opts[i].level == level && p->opts[i].name == name)
 			break;
-	if (i == HPS_MAX_OPTS) {
-		dbg("fd %d: too many options to carry over", fd);
-		goto out;
+	if (i == HPS_MAX_OPTS || (!noreplay && (len > HPS_OPT_LEN ||
+						 (len && !val)))) {
+		/* Cannot be carried: the move will be refused. */
+		if (!p->nlost++) {
+			p->lost.level = level;
+			p->lost.name = name;
+			p->lost.len = len;
+		}
+		return;
 	}
 	if (i == p->nopts)
 		p->nopts++;
-	p->opts[i].level = level;
-	p->opts[i].name = name;
-	p->opts[i].len = len;
-	memcpy(p->opts[i].val, val, len);
-out:
-	pthread_mutex_unlock(&pending_lock);
+	o = &p->opts[i];
+	o->level = level;
+	o->name = name;
+	o->noreplay = noreplay;
+	o->len = noreplay ? 0 : len;
+	if (o->len)
+		memcpy(o->val, val, len);
+}
+
+/* ---- moving a pending socket -------------------------------------------- */
+
+static int addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
 }
 
 /*
- * Re-create pending socket fd as cfg.af on the same descriptor number.
- * Called with pending_lock held. Returns 0 when fd is now AF_HPS, 1 when it
- * stays TCP (fallback), -1 with errno when the caller must fail.
+ * Was the socket bound? A port, or an address without one (bind() with
+ * IP_BIND_ADDRESS_NO_PORT, the port left to connect()).
  */
-static int pending_switch(int fd, struct hps_pending *p)
+static int addr_bound(const struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage ss;
-	socklen_t slen = sizeof(ss);
-	int fl, fdfl, nfd, i, err, bound;
+	if (addr_port(ss))
+		return 1;
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ss)->sin_addr.s_addr !=
+		       htonl(INADDR_ANY);
+	return !IN6_IS_ADDR_UNSPECIFIED(
+		&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/*
+ * An option the moved socket does not have: err is setsockopt()'s errno on
+ * the AF_HPS socket, or -1 for one never replayed. Lock held.
+ */
+static void say_refused(int fd, const struct hps_opt *o, int err)
+{
+	char nbuf[48];
+	const char *n = opt_name(o->level, o->name, nbuf, sizeof(nbuf));
+
+	if (!say_first(SAID_OPT_DROPPED, o->level, o->name))
+		dbg("fd %d: %s not carried to AF_HPS (%s)", fd, n,
+		    err < 0 ? "never replayed" : strerror(err));
+	else if (err < 0)
+		say("fd %d: %s not carried to AF_HPS: %s (and socket filters have no packets to filter there)",
+		    fd, n, opt_noreplay(o->level, o->name));
+	else
+		say("fd %d: %s not carried to AF_HPS, which refuses it (%s)%s",
+		    fd, n, strerror(err), opt_hint(o->level, o->name));
+}
+
+enum { MOVE_DONE, MOVE_TCP, MOVE_FAIL };
+/* Where a move failed: failures of one kind are said once a process. */
+enum {
+	STEP_STATE, STEP_LOST, STEP_BLOCKED, STEP_NONBLOCK, STEP_BIND,
+	STEP_LISTEN, STEP_DUP
+};
+
+/*
+ * Move pending socket fd (p) to cfg.af, for listen() (with backlog) or
+ * connect(). Called with pending_lock held; what describes the decision
+ * for messages.
+ *
+ * The program's descriptor is touched once, last: the AF_HPS socket is
+ * made on a descriptor of its own (close-on-exec, and no fork() can copy
+ * it while the lock is held), given the TCP socket's O_NONBLOCK and
+ * options, bound to its local address, and for listen() made to listen;
+ * only then does dup3() put it on fd, which closes the TCP socket. Any
+ * step that fails leaves fd the TCP socket it was, bound as it was, so a
+ * move that cannot be completed is a move that did not happen.
+ *
+ * Returns MOVE_DONE (fd is AF_HPS, and listening for listen()), MOVE_TCP
+ * (fd is the TCP socket: go on with the real call) or MOVE_FAIL with errno
+ * (the same, but HPS_RUN_FALLBACK=error: fail the call).
+ */
+static int pending_move(int fd, struct hps_pending *p, int dir, int backlog,
+			const char *what)
+{
+	struct sockaddr_storage local;
+	socklen_t llen = sizeof(local);
+	char why[300], a[INET6_ADDRSTRLEN + 16], nbuf[48];
+	int fl, fdfl, nfd = -1, i, err, reuse = 0, reuse_set = 0;
+	int one = 1, zero = 0, step = STEP_STATE, level, name = 0;
+	int refused[HPS_MAX_OPTS];
+	const char *n, *b;
 
 	fl = fcntl(fd, F_GETFL);
 	fdfl = fcntl(fd, F_GETFD);
-	if (fl < 0 || fdfl < 0)
-		return -1;
-	bound = !getsockname(fd, (struct sockaddr *)&ss, &slen) &&
-		(ss.ss_family == AF_INET ?
-		 ((struct sockaddr_in *)&ss)->sin_port :
-		 ((struct sockaddr_in6 *)&ss)->sin6_port) != 0;
+	if (fl < 0 || fdfl < 0 ||
+	    getsockname(fd, (struct sockaddr *)&local, &llen)) {
+		err = errno;
+		snprintf(why, sizeof(why), "cannot read the TCP socket's state (%s)",
+			 strerror(err));
+		goto keep_tcp;
+	}
+	if (p->nlost) {
+		step = STEP_LOST;
+		level = p->lost.level;
+		name = p->lost.name;
+		n = opt_name(level, name, nbuf, sizeof(nbuf));
+		err = ENOBUFS;
+		if (p->nopts == HPS_MAX_OPTS)
+			snprintf(why, sizeof(why), "more than %d options were set (%s and %d more cannot be carried)",
+				 HPS_MAX_OPTS, n, p->nlost - 1);
+		else
+			snprintf(why, sizeof(why), "%s cannot be carried (%u bytes; the library keeps %d)",
+				 n, (unsigned int)p->lost.len, HPS_OPT_LEN);
+		goto keep_tcp;
+	}
+	for (i = 0; i < p->nopts; i++) {
+		b = opt_blocks(&p->opts[i]);
+		if (b) {
+			step = STEP_BLOCKED;
+			level = p->opts[i].level;
+			name = p->opts[i].name;
+			err = ENOPROTOOPT;
+			snprintf(why, sizeof(why), "%s is set, and %s",
+				 opt_name(level, name, nbuf, sizeof(nbuf)), b);
+			goto keep_tcp;
+		}
+	}
 
 	nfd = real_socket(cfg.af, p->type | SOCK_CLOEXEC, p->protocol);
 	if (nfd < 0) {
 		err = errno;
 		say_fallback(err);
-		if (cfg.fallback_error) {
-			errno = err;
-			return -1;
-		}
-		return 1;
+		goto fallback;
 	}
-	if ((fl & O_NONBLOCK) && fcntl(nfd, F_SETFL, O_NONBLOCK))
-		goto fail;
+	if ((fl & O_NONBLOCK) && fcntl(nfd, F_SETFL, O_NONBLOCK)) {
+		err = errno;
+		step = STEP_NONBLOCK;
+		snprintf(why, sizeof(why), "cannot make the AF_HPS socket non-blocking (%s)",
+			 strerror(err));
+		goto keep_tcp;
+	}
+	/* Refusals are said once the move is made: until then, no loss. */
 	for (i = 0; i < p->nopts; i++) {
 		struct hps_opt *o = &p->opts[i];
 
-		if (real_setsockopt(nfd, o->level, o->name, o->val, o->len))
-			dbg("fd %d: option %d/%d not carried over: %s", fd,
-			    o->level, o->name, strerror(errno));
+		refused[i] = 0;
+		if (o->noreplay)
+			refused[i] = -1;
+		else if (real_setsockopt(nfd, o->level, o->name, o->val,
+					 o->len))
+			refused[i] = errno;
 	}
-	if (dup3(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
-		goto fail;
-	close(nfd);
-	if (bound && bind(fd, (struct sockaddr *)&ss, slen)) {
+
+	if (addr_bound(&local)) {
+		/*
+		 * The TCP socket holds its port until dup3(), and AF_HPS
+		 * binds the port in the TCP stack too (for iWARP): both need
+		 * SO_REUSEADDR for that, while neither listens. The TCP
+		 * socket gets it back as it was, whatever happens next.
+		 */
+		socklen_t rlen = sizeof(reuse);
+
+		if (addr_port(&local) &&
+		    !getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &rlen) &&
+		    !reuse &&
+		    !real_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				     sizeof(one)))
+			reuse_set = 1;
+		if (bind(nfd, (struct sockaddr *)&local, llen)) {
+			err = errno;
+			fmt_addr((struct sockaddr *)&local, a, sizeof(a));
+			snprintf(why, sizeof(why), "cannot bind the AF_HPS socket to %s (%s)",
+				 a, strerror(err));
+			step = STEP_BIND;
+			goto keep_tcp;
+		}
+	}
+	if (dir == DIR_LISTEN && real_listen(nfd, backlog)) {
 		err = errno;
-		dbg("fd %d: re-binding the local address failed: %s", fd,
-		    strerror(err));
-		errno = err;
-		return -1;
+		snprintf(why, sizeof(why), "the AF_HPS socket cannot listen (%s)",
+			 strerror(err));
+		step = STEP_LISTEN;
+		goto keep_tcp;
 	}
-	return 0;
-fail:
-	err = errno;
+	if (reuse_set)
+		real_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &zero,
+				sizeof(zero));
+	reuse_set = 0;
+	/* Closed by another thread meanwhile: nothing of ours to replace. */
+	if (!pending_same(fd, p)) {
+		close(nfd);
+		return MOVE_TCP;
+	}
+	if (dup3(nfd, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		err = errno;
+		snprintf(why, sizeof(why), "cannot put the AF_HPS socket on descriptor %d (%s)",
+			 fd, strerror(err));
+		step = STEP_DUP;
+		goto keep_tcp;
+	}
 	close(nfd);
-	errno = err;
-	return -1;
+	for (i = 0; i < p->nopts; i++)
+		if (refused[i])
+			say_refused(fd, &p->opts[i], refused[i]);
+	return MOVE_DONE;
+
+keep_tcp:
+	if (reuse_set)
+		real_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &zero,
+				sizeof(zero));
+	if (nfd >= 0)
+		close(nfd);
+	if (say_first(SAID_MOVE_FAILED, step, name))
+		say("fd %d: %s, but %s: %s", fd, what, why,
+		    cfg.fallback_error ? "failing the call" : "kept TCP");
+	else
+		dbg("fd %d: %s, but %s: %s", fd, what, why,
+		    cfg.fallback_error ? "failing the call" : "kept TCP");
+fallback:
+	if (cfg.fallback_error) {
+		errno = err;
+		return MOVE_FAIL;
+	}
+	return MOVE_TCP;
 }
+
+enum { RES_CALL, RES_DONE, RES_FAIL };
 
 /*
  * listen()/connect() on a pending socket: decide with the address and move
- * the socket if the rules say so. Returns 0 to go on with the real call,
- * -1 with errno to fail it.
+ * the socket if the rules say so. Returns RES_CALL to go on with the real
+ * call, RES_DONE when listen() was made (on the moved socket), RES_FAIL
+ * with errno to fail the call.
  */
 static int pending_resolve(int fd, int dir, const struct sockaddr *sa,
-			   socklen_t salen)
+			   socklen_t salen, int backlog)
 {
 	struct sockaddr_storage ss;
 	struct hps_pending *p;
-	char a[INET6_ADDRSTRLEN + 16], why[300];
-	int act, line, ret = 0;
+	char a[INET6_ADDRSTRLEN + 16], why[300], what[400];
+	const char *verb = dir == DIR_LISTEN ? "listen" : "connect";
+	struct hps_locked l;
+	int act, line, ret = RES_CALL;
 
-	pthread_mutex_lock(&pending_lock);
+	pending_lock_take(&l);
 	p = pending_get(fd);
 	if (!p)
 		goto out;
@@ -751,23 +1282,31 @@ static int pending_resolve(int fd, int dir, const struct sockaddr *sa,
 	fmt_addr(sa, a, sizeof(a));
 	fmt_why(line, why, sizeof(why));
 	if (act == ACT_TCP) {
-		dbg("fd %d: %s %s -> tcp (%s)", fd,
-		    dir == DIR_LISTEN ? "listen" : "connect", a, why);
+		dbg("fd %d: %s %s -> tcp (%s)", fd, verb, a, why);
 		goto out;
 	}
 	if (cfg.dryrun) {
-		dbg("fd %d: %s %s -> hps (%s; dry run: kept tcp)", fd,
-		    dir == DIR_LISTEN ? "listen" : "connect", a, why);
+		dbg("fd %d: %s %s -> hps (%s; dry run: kept tcp)", fd, verb, a,
+		    why);
 		goto out;
 	}
-	ret = pending_switch(fd, p);
-	if (ret >= 0)
-		dbg("fd %d: %s %s -> %s (%s)", fd,
-		    dir == DIR_LISTEN ? "listen" : "connect", a,
-		    ret ? "tcp: fallback" : "hps", why);
-	ret = ret < 0 ? -1 : 0;
+	snprintf(what, sizeof(what), "%s %s -> hps (%s)", verb, a, why);
+	switch (pending_move(fd, p, dir, backlog, what)) {
+	case MOVE_DONE:
+		dbg("fd %d: %s", fd, what);
+		ret = dir == DIR_LISTEN ? RES_DONE : RES_CALL;
+		break;
+	case MOVE_TCP:
+		dbg("fd %d: %s %s -> tcp: fallback (%s)", fd, verb, a, why);
+		break;
+	default:
+		/* Still pending: a retry decides again, and fails again. */
+		atomic_store(&p->live, 1);
+		ret = RES_FAIL;
+		break;
+	}
 out:
-	pthread_mutex_unlock(&pending_lock);
+	pending_lock_drop(&l);
 	return ret;
 }
 
@@ -833,7 +1372,8 @@ HPS_EXPORT int socket(int domain, int type, int protocol)
 HPS_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	hps_init_once();
-	if (pending_maybe(fd) && pending_resolve(fd, DIR_CONNECT, sa, len))
+	if (pending_maybe(fd) &&
+	    pending_resolve(fd, DIR_CONNECT, sa, len, 0) == RES_FAIL)
 		return -1;
 	return real_connect(fd, sa, len);
 }
@@ -841,19 +1381,41 @@ HPS_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 HPS_EXPORT int listen(int fd, int backlog)
 {
 	hps_init_once();
-	if (pending_maybe(fd) && pending_resolve(fd, DIR_LISTEN, NULL, 0))
-		return -1;
+	if (pending_maybe(fd)) {
+		switch (pending_resolve(fd, DIR_LISTEN, NULL, 0, backlog)) {
+		case RES_DONE:
+			return 0;
+		case RES_FAIL:
+			return -1;
+		}
+	}
 	return real_listen(fd, backlog);
 }
 
+/*
+ * On a pending socket the option is set and remembered under the lock, so
+ * that a move in another thread cannot come between the two and leave it
+ * set on the TCP socket only.
+ */
 HPS_EXPORT int setsockopt(int fd, int level, int name, const void *val,
 			  socklen_t len)
 {
-	int ret;
+	struct hps_pending *p;
+	struct hps_locked l;
+	int ret, err;
 
 	hps_init_once();
+	if (!pending_maybe(fd))
+		return real_setsockopt(fd, level, name, val, len);
+	pending_lock_take(&l);
 	ret = real_setsockopt(fd, level, name, val, len);
-	if (!ret && pending_maybe(fd))
-		pending_record_opt(fd, level, name, val, len);
+	err = errno;
+	if (!ret) {
+		p = pending_get(fd);
+		if (p)
+			pending_record_opt(p, level, name, val, len);
+	}
+	pending_lock_drop(&l);
+	errno = err;
 	return ret;
 }
