@@ -240,6 +240,7 @@ int main(int argc, char **argv)
 	const char *request = NULL, *path = NULL, *outname = NULL;
 	long long size, got = 0, abort_after = -1, stall_after = -1, rate = 0;
 	int hps = 1, idle_secs = 0, trickle_ms = 0, fd, out = 1, rc;
+	int send_err = 0;
 	size_t have = 0;
 	char *buf, *nl;
 	double t0, t, td;
@@ -311,8 +312,11 @@ int main(int argc, char **argv)
 		if (trickle(fd, buf, n, trickle_ms))
 			return 3;
 	} else if (write_all(fd, buf, n)) {
-		perror("kfs-get: send");
-		return 3;
+		/*
+		 * A server that refuses the connection (EACCES, EBUSY) answers
+		 * and closes before it reads anything: its reply may be here.
+		 */
+		send_err = errno;
 	}
 
 	/* The reply line, then (after OK) exactly size bytes. */
@@ -323,6 +327,9 @@ int main(int argc, char **argv)
 			break;
 		n = recv(fd, buf + have, BUF_SIZE - have, 0);
 		if (n <= 0) {
+			if (send_err)
+				fprintf(stderr, "kfs-get: send: %s\n",
+					strerror(send_err));
 			fprintf(stderr, "kfs-get: %s before a reply\n",
 				n ? strerror(errno) : "end of stream");
 			return 3;
