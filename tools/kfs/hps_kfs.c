@@ -21,14 +21,16 @@
  * min_rate=): at the deadline the worker is sent SIGKILL, which ends any
  * socket wait and any killable filesystem wait.
  *
- * Locking: kfs_lock (a mutex) protects kfs_conns, kfs_nconns and
- * kfs_stopping. It is taken in process context only, and never while a
- * socket lock is held; module exit holds it around kernel_sock_shutdown(),
- * so the order is kfs_lock, then a socket's lock. A connection's socket is
- * used by its worker alone, which unlinks the connection under kfs_lock
- * before it releases the socket and exits: a socket and a task on
- * kfs_conns are always alive. kfs_nthreads is used by the listener thread
- * and, once that has stopped, by module exit only.
+ * Locking: kfs_lock (a mutex) protects kfs_conns, kfs_nconns,
+ * kfs_refusals, kfs_nrefusals and kfs_stopping. It is taken in process
+ * context only, and never while a socket lock is held; module exit holds
+ * it around kernel_sock_shutdown(), so the order is kfs_lock, then a
+ * socket's lock. A connection's socket is used by its worker alone, which
+ * unlinks the connection under kfs_lock before it releases the socket and
+ * exits: a socket and a task on kfs_conns are always alive. A refused
+ * socket is likewise released only after its entry left kfs_refusals.
+ * kfs_nthreads is used by the listener thread and, once that has stopped,
+ * by module exit only.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -57,6 +59,7 @@
 #include <linux/string.h>
 #include <linux/timer.h>
 #include <linux/uio.h>
+#include <linux/workqueue.h>
 #include <net/addrconf.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -70,6 +73,7 @@
 #define KFS_REPLY_MAX	128
 #define KFS_CLIENTS_MAX	16			/* prefixes in clients= */
 #define KFS_SECS_MAX	(100 * 24 * 3600)	/* longest deadline, s */
+#define KFS_LINGER	HZ			/* a refused socket's last second */
 
 static char *root;
 module_param(root, charp, 0444);
@@ -146,6 +150,18 @@ struct kfs_conn {
 	char req[KFS_LINE_MAX];		/* request bytes not yet handled */
 };
 
+/*
+ * A refused connection, answered and shut for sending, kept KFS_LINGER
+ * before it is released: what the client sent meanwhile (its request) is
+ * read and dropped, so that the close is not a reset that would take the
+ * answer with it.
+ */
+struct kfs_refused {
+	struct list_head node;		/* on kfs_refusals, under kfs_lock */
+	struct delayed_work dwork;
+	struct socket *sock;
+};
+
 static struct path kfs_root;
 static const struct cred *kfs_cred;
 static struct kfs_prefix kfs_prefixes[KFS_CLIENTS_MAX];
@@ -157,6 +173,9 @@ static DEFINE_MUTEX(kfs_lock);
 static LIST_HEAD(kfs_conns);
 static int kfs_nconns;
 static bool kfs_stopping;
+static LIST_HEAD(kfs_refusals);
+static int kfs_nrefusals;
+static struct workqueue_struct *kfs_refuse_wq;
 
 /* Workers started and not yet seen to exit; kfs_exited counts exits. */
 static unsigned int kfs_nthreads;
@@ -630,6 +649,68 @@ static const char *kfs_admit(struct kfs_conn *c)
 }
 
 /*
+ * The end of a refused connection: drop what the client sent (at most a
+ * request line's worth; more is its problem) and release the socket.
+ *
+ * Context: process (kfs_refuse_wq); takes kfs_lock.
+ */
+static void kfs_refused_fn(struct work_struct *work)
+{
+	struct kfs_refused *r = container_of(to_delayed_work(work),
+					     struct kfs_refused, dwork);
+	char junk[256];
+	int i;
+
+	for (i = 0; i < DIV_ROUND_UP(KFS_LINE_MAX, sizeof(junk)); i++) {
+		struct msghdr msg = { };
+		struct kvec iov = { .iov_base = junk, .iov_len = sizeof(junk) };
+
+		if (kernel_recvmsg(r->sock, &msg, &iov, 1, sizeof(junk),
+				   MSG_DONTWAIT) <= 0)
+			break;
+	}
+	mutex_lock(&kfs_lock);
+	list_del(&r->node);
+	kfs_nrefusals--;
+	mutex_unlock(&kfs_lock);
+	sock_release(r->sock);
+	kfree(r);
+}
+
+/*
+ * Answer a connection that is not served with "ERR <err> <why>", without
+ * waiting, and release it KFS_LINGER later (kfs_refused_fn()); at once
+ * when max_conns refusals are lingering already, or on module exit.
+ * Consumes @sock.
+ *
+ * Context: the listener thread; takes kfs_lock.
+ */
+static void kfs_refuse(struct socket *sock, int err, const char *why)
+{
+	struct kfs_refused *r;
+
+	kfs_send_err(sock, err, why, MSG_DONTWAIT);
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (r) {
+		r->sock = sock;
+		INIT_DELAYED_WORK(&r->dwork, kfs_refused_fn);
+		mutex_lock(&kfs_lock);
+		if (!kfs_stopping && kfs_nrefusals < max_conns) {
+			list_add_tail(&r->node, &kfs_refusals);
+			kfs_nrefusals++;
+			queue_delayed_work(kfs_refuse_wq, &r->dwork,
+					   KFS_LINGER);
+			sock = NULL;
+		}
+		mutex_unlock(&kfs_lock);
+		if (sock)
+			kfree(r);
+	}
+	if (sock)
+		sock_release(sock);
+}
+
+/*
  * Hand a new connection to a worker of its own, or turn it away: a peer
  * not in clients=, or over max_conns or max_per_peer. A refusal is sent
  * without waiting, so a peer cannot stall the listener. Consumes @sock.
@@ -655,9 +736,9 @@ static void kfs_conn_start(struct socket *sock)
 		goto drop;
 	if (!kfs_allowed(&c->peer)) {
 		pr_debug("refused a client not in clients=\n");
-		kfs_send_err(sock, -EACCES, "not an allowed client",
-			     MSG_DONTWAIT);
-		goto drop;
+		err = -EACCES;
+		why = "not an allowed client";
+		goto busy;
 	}
 	c->sock = sock;
 	timer_setup(&c->timer, kfs_deadline_fn, 0);
@@ -686,9 +767,11 @@ static void kfs_conn_start(struct socket *sock)
 	return;
 
 busy:
-	kfs_send_err(sock, err, why, MSG_DONTWAIT);
+	kfs_refuse(sock, err, why);
+	sock = NULL;
 drop:
-	sock_release(sock);
+	if (sock)
+		sock_release(sock);
 	if (c)
 		kvfree(c->buf);
 	kfree(c);
@@ -970,10 +1053,15 @@ static int __init kfs_init(void)
 	if (err)
 		goto out_cred;
 
+	kfs_refuse_wq = alloc_workqueue("hps_kfs_refuse", 0, 0);
+	if (!kfs_refuse_wq) {
+		err = -ENOMEM;
+		goto out_path;
+	}
 	err = kfs_listen(tcp);
 	if (err) {
 		pr_err("cannot listen on port %d: %d\n", port, err);
-		goto out_path;
+		goto out_wq;
 	}
 	kfs_thread = kthread_run(kfs_listen_fn, NULL, "hps_kfs");
 	if (IS_ERR(kfs_thread)) {
@@ -987,6 +1075,8 @@ static int __init kfs_init(void)
 
 out_sock:
 	sock_release(kfs_listener);
+out_wq:
+	destroy_workqueue(kfs_refuse_wq);
 out_path:
 	path_put(&kfs_root);
 out_cred:
@@ -995,15 +1085,18 @@ out_cred:
 }
 
 /*
- * Stop accepting, shut every connection down, send every worker SIGKILL
- * and wait for them: a worker in a socket wait or a killable filesystem
- * wait ends at once. One in an uninterruptible wait (a filesystem that
- * does not answer, see kfs.rst) holds the unload until it returns, since
- * its code is in this module; it is reported every 10 s.
+ * Stop accepting, release the refused connections, shut every connection
+ * down, send every worker SIGKILL and wait for them: a worker in a socket
+ * wait or a killable filesystem wait ends at once. One in an
+ * uninterruptible wait (a filesystem that does not answer, see kfs.rst)
+ * holds the unload until it returns, since its code is in this module; it
+ * is reported every 10 s.
  */
 static void __exit kfs_exit(void)
 {
+	struct kfs_refused *r, *rn;
 	struct kfs_conn *c;
+	LIST_HEAD(gone);
 
 	kernel_sock_shutdown(kfs_listener, SHUT_RDWR);
 	kthread_stop(kfs_thread);
@@ -1015,7 +1108,22 @@ static void __exit kfs_exit(void)
 		kernel_sock_shutdown(c->sock, SHUT_RDWR);
 		send_sig(SIGKILL, c->task, 1);
 	}
+	/*
+	 * Refusals still lingering are released now; one whose work runs
+	 * already releases itself, and destroy_workqueue() waits for it.
+	 */
+	list_for_each_entry_safe(r, rn, &kfs_refusals, node) {
+		if (!cancel_delayed_work(&r->dwork))
+			continue;
+		list_move(&r->node, &gone);
+		kfs_nrefusals--;
+	}
 	mutex_unlock(&kfs_lock);
+	list_for_each_entry_safe(r, rn, &gone, node) {
+		sock_release(r->sock);
+		kfree(r);
+	}
+	destroy_workqueue(kfs_refuse_wq);
 
 	kfs_reap();
 	while (kfs_nthreads) {
@@ -1026,7 +1134,7 @@ static void __exit kfs_exit(void)
 		pr_warn("unload waits for %u worker(s) in an uninterruptible wait, likely a filesystem that does not answer\n",
 			kfs_nthreads);
 	}
-	WARN_ON_ONCE(kfs_nconns);
+	WARN_ON_ONCE(kfs_nconns || kfs_nrefusals);
 	path_put(&kfs_root);
 	put_cred(kfs_cred);
 	pr_info("stopped\n");
