@@ -18,15 +18,24 @@
  *   --stall-after N ...             read the reply header and N bytes of
  *                                   data, stop reading for 10 s, then
  *                                   read on
- *   --idle SECS HOST PORT           connect, send nothing, and wait up to
- *                                   SECS for the server to close (exit 0
- *                                   if it did, 1 if not)
+ *   --idle SECS HOST PORT           connect, print "connected", send
+ *                                   nothing, and wait up to SECS for the
+ *                                   server to close (exit 0 if it did, 1
+ *                                   if not)
+ *   --trickle MS ...                send the request one byte every MS
+ *                                   milliseconds; if the server closes
+ *                                   before the line is whole, say after
+ *                                   how many bytes and seconds (exit 3)
+ *   --rate BYTES ...                read the reply's data at no more than
+ *                                   BYTES per second; a short transfer
+ *                                   says after how many seconds (exit 3)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -97,7 +106,8 @@ static void print_usage(void)
 		"usage: kfs-get [--transport hps|tcp] HOST PORT PATH [OUT]\n"
 		"       kfs-get [--transport hps|tcp] --request STR HOST PORT [OUT]\n"
 		"       kfs-get [--transport hps|tcp] --abort-after|--stall-after N HOST PORT PATH [OUT]\n"
-		"       kfs-get [--transport hps|tcp] --idle SECS HOST PORT\n");
+		"       kfs-get [--transport hps|tcp] --idle SECS HOST PORT\n"
+		"       kfs-get [--transport hps|tcp] --trickle MS|--rate BYTES HOST PORT PATH [OUT]\n");
 	exit(2);
 }
 
@@ -152,6 +162,7 @@ static int wait_idle_close(int fd, int secs)
 	char c;
 	int r;
 
+	fprintf(stderr, "kfs-get: connected\n");
 	r = poll(&p, 1, secs * 1000);
 	if (r < 0) {
 		perror("kfs-get: poll");
@@ -166,6 +177,39 @@ static int wait_idle_close(int fd, int secs)
 		now() - t0, r == 0 ? "end of stream" :
 		r < 0 ? strerror(errno) : "data");
 	return r == 1 ? 1 : 0;
+}
+
+/*
+ * --trickle: send @len bytes of @req one every @ms milliseconds, watching
+ * for the server to close meanwhile.
+ * Return: 0 when all were sent, 3 when the server closed first.
+ */
+static int trickle(int fd, const char *req, size_t len, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	double t0 = now();
+	size_t i;
+	char c;
+
+	for (i = 0; i < len; i++) {
+		const char *why = NULL;
+		ssize_t r;
+
+		if (send(fd, req + i, 1, MSG_NOSIGNAL) != 1) {
+			why = strerror(errno);
+		} else if (i + 1 < len && poll(&p, 1, ms) > 0) {
+			r = recv(fd, &c, 1, 0);
+			why = r == 0 ? "end of stream" :
+			      r < 0 ? strerror(errno) : "a reply";
+		}
+		if (why) {
+			fprintf(stderr,
+				"kfs-get: server closed the request (%s) after %zu of %zu bytes in %.1f s\n",
+				why, i, len, now() - t0);
+			return 3;
+		}
+	}
+	return 0;
 }
 
 /* --request: send @req verbatim, copy every reply byte to @out. */
@@ -194,11 +238,12 @@ static int raw(int fd, const char *req, int out, char *buf)
 int main(int argc, char **argv)
 {
 	const char *request = NULL, *path = NULL, *outname = NULL;
-	long long size, got = 0, abort_after = -1, stall_after = -1;
-	int hps = 1, idle_secs = 0, fd, out = 1, rc;
+	long long size, got = 0, abort_after = -1, stall_after = -1, rate = 0;
+	int hps = 1, idle_secs = 0, trickle_ms = 0, fd, out = 1, rc;
+	int send_err = 0;
 	size_t have = 0;
 	char *buf, *nl;
-	double t0, t;
+	double t0, t, td;
 	ssize_t n;
 
 	while (argc > 1 && !strncmp(argv[1], "--", 2)) {
@@ -215,6 +260,10 @@ int main(int argc, char **argv)
 			abort_after = atoll(argv[2]);
 		} else if (!strcmp(argv[1], "--stall-after")) {
 			stall_after = atoll(argv[2]);
+		} else if (!strcmp(argv[1], "--trickle")) {
+			trickle_ms = atoi(argv[2]);
+		} else if (!strcmp(argv[1], "--rate")) {
+			rate = atoll(argv[2]);
 		} else if (!strcmp(argv[1], "--idle")) {
 			idle_secs = atoi(argv[2]);
 		} else {
@@ -259,9 +308,15 @@ int main(int argc, char **argv)
 
 	t0 = now();
 	n = snprintf(buf, BUF_SIZE, "GET %s\n", path);
-	if (write_all(fd, buf, n)) {
-		perror("kfs-get: send");
-		return 3;
+	if (trickle_ms) {
+		if (trickle(fd, buf, n, trickle_ms))
+			return 3;
+	} else if (write_all(fd, buf, n)) {
+		/*
+		 * A server that refuses the connection (EACCES, EBUSY) answers
+		 * and closes before it reads anything: its reply may be here.
+		 */
+		send_err = errno;
 	}
 
 	/* The reply line, then (after OK) exactly size bytes. */
@@ -272,6 +327,9 @@ int main(int argc, char **argv)
 			break;
 		n = recv(fd, buf + have, BUF_SIZE - have, 0);
 		if (n <= 0) {
+			if (send_err)
+				fprintf(stderr, "kfs-get: send: %s\n",
+					strerror(send_err));
 			fprintf(stderr, "kfs-get: %s before a reply\n",
 				n ? strerror(errno) : "end of stream");
 			return 3;
@@ -296,13 +354,25 @@ int main(int argc, char **argv)
 
 	rc = 0;
 	phase = PH_DATA;
+	td = now();
 	while (got < size) {
 		if (!have) {
-			n = recv(fd, buf, BUF_SIZE, 0);
+			size_t want = BUF_SIZE;
+
+			if (rate) {
+				double ok = (now() - td) * rate - got;
+
+				if (ok < 1) {
+					usleep(10000);
+					continue;
+				}
+				want = fmin(ok, BUF_SIZE);
+			}
+			n = recv(fd, buf, want, 0);
 			if (n <= 0) {
-				fprintf(stderr, "kfs-get: %s after %lld of %lld bytes\n",
+				fprintf(stderr, "kfs-get: %s after %lld of %lld bytes in %.1f s\n",
 					n ? strerror(errno) : "end of stream",
-					got, size);
+					got, size, now() - td);
 				rc = 3;
 				break;
 			}
