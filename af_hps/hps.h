@@ -260,6 +260,7 @@ enum {
 /**
  * struct hps_sock - an AF_HPS socket and its connection
  * @sk: the generic socket; must stay first (sk_alloc() sizes by proto)
+ * @net_node: entry in its namespace's socket list (hps_net.socks)
  * @flags: HPS_F_* bits
  * @cm_id: rdma_cm id (listener or connection); socket lock, destroyed by
  *	   connd for connections and by release for listeners
@@ -353,6 +354,7 @@ enum {
  */
 struct hps_sock {
 	struct sock		sk;
+	struct hlist_node	net_node;
 	unsigned long		flags;
 	struct rdma_cm_id	*cm_id;
 	struct ib_qp		*qp;
@@ -636,8 +638,19 @@ void hps_reg_cache_init(struct hps_reg_cache *c);
 void hps_reg_cache_exit(struct hps_reg_cache *c);
 
 /* hps_sysctl.c */
+/**
+ * struct hps_net - a network namespace's AF_HPS state
+ * @hdr: its sysctl table
+ * @socks_lock: protects @socks (BH: sockets may be freed from softirq)
+ * @socks: every AF_HPS socket of the namespace (hps_sock.net_node)
+ * @reg: its registration cache
+ *
+ * The other fields are the sysctls (Documentation/sysctl.rst).
+ */
 struct hps_net {
 	struct ctl_table_header	*hdr;
+	spinlock_t		socks_lock;	/* see above */
+	struct hlist_head	socks;
 	unsigned int		credits;
 	unsigned int		buf_size;
 	unsigned int		ack_thresh;

@@ -80,7 +80,11 @@ static void hps_fin_timer(struct timer_list *t)
 static void hps_sock_destruct(struct sock *sk)
 {
 	struct hps_sock *hs = hps_sk(sk);
+	struct hps_net *hn = hps_net(sock_net(sk));
 
+	spin_lock_bh(&hn->socks_lock);
+	hlist_del(&hs->net_node);
+	spin_unlock_bh(&hn->socks_lock);
 	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold);
 	hps_wr_free_bufs(hs);
 	hps_inject_free(hs);
@@ -114,6 +118,9 @@ void hps_sock_init(struct hps_sock *hs)
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);
 	sk->sk_sndbuf = READ_ONCE(hn->wmem_default);
 	hs->zc_thresh = READ_ONCE(hn->zcopy_thresh);
+	spin_lock_bh(&hn->socks_lock);
+	hlist_add_head(&hs->net_node, &hn->socks);
+	spin_unlock_bh(&hn->socks_lock);
 }
 
 /**

@@ -30,6 +30,34 @@ module_param_named(inject_point, hps_inject_point, int, 0600);
 MODULE_PARM_DESC(inject_point, "test builds: where to sleep (enum hps_inject_point)");
 
 static unsigned int hps_inject_ms_param;
+
+/*
+ * Writing anything to /sys/module/af_hps/parameters/dump_socks logs every
+ * AF_HPS socket of the initial namespace: what a test that found sockets
+ * left behind shows.
+ */
+static int hps_inject_dump(const char *val, const struct kernel_param *kp)
+{
+	struct hps_net *hn = hps_net(&init_net);
+	struct hps_sock *hs;
+
+	spin_lock_bh(&hn->socks_lock);
+	hlist_for_each_entry(hs, &hn->socks, net_node)
+		pr_info("sock %p: state %d refs %d flags %#lx work %#lx cm_id %p qp %p dev %p parent %p dead %d sock %p pending %d\n",
+			hs, READ_ONCE(hs->sk.sk_state),
+			refcount_read(&hs->sk.sk_refcnt), READ_ONCE(hs->flags),
+			READ_ONCE(hs->connd_work), hs->cm_id, hs->qp, hs->dev,
+			hs->parent, sock_flag(&hs->sk, SOCK_DEAD),
+			hs->sk.sk_socket, hs->npending);
+	spin_unlock_bh(&hn->socks_lock);
+	return 0;
+}
+
+static const struct kernel_param_ops hps_inject_dump_ops = {
+	.set	= hps_inject_dump,
+};
+module_param_cb(dump_socks, &hps_inject_dump_ops, NULL, 0200);
+MODULE_PARM_DESC(dump_socks, "test builds: write to log every socket");
 module_param_named(inject_ms, hps_inject_ms_param, uint, 0600);
 MODULE_PARM_DESC(inject_ms, "test builds: how long to sleep there (ms)");
 
@@ -124,7 +152,7 @@ void hps_inject_init(struct hps_sock *hs)
  * @cq: the CQ of the completion
  * @wc: the completion; copied
  * @point: %HPS_INJ_ZC_RD_DONE (an RDMA Read) or %HPS_INJ_TX_RESERVE (a
- *	   DATA send: handled ten times inject_ms late)
+ *	   DATA send: handled a hundred times inject_ms late)
  * @done: its handler, called again with the copy later
  *
  * As if the peer, or the device, took that much longer. The handler runs
@@ -142,7 +170,7 @@ bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
 	bool queued = false;
 
 	if (point == HPS_INJ_TX_RESERVE)
-		ms *= 10;
+		ms *= 100;
 	spin_lock(&hs->inj_lock);
 	if (!hs->inj_q && ms) {
 		u32 n = roundup_pow_of_two(hs->ntx + HPS_NCTRL + 4);

@@ -150,6 +150,8 @@ static int __net_init hps_net_init(struct net *net)
 	hn->zcopy_cache_kmap = 1;
 	hn->keepalive_ms = HPS_KA_DEFAULT_MS;
 	hn->keepalive_probes = HPS_KA_PROBES_DEFAULT;
+	spin_lock_init(&hn->socks_lock);
+	INIT_HLIST_HEAD(&hn->socks);
 	hps_reg_cache_init(&hn->reg);
 
 	table = kmemdup(hps_sysctl_template, sizeof(hps_sysctl_template),

@@ -14,6 +14,8 @@
 # was; the same server over TCP. Prints TAP, the AF_HPS and TCP rates as
 # comments and the kselftest totals line. A missing prerequisite (module or
 # client not built) is a failure, not a skip.
+#
+# hps-configs: 1:rxe 2:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD

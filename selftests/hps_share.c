@@ -48,6 +48,7 @@ FIXTURE_VARIANT(share)
 	int stall, peek, nodelay;
 	int inj, inj_ms;	/* fault injection point and time */
 	int credits;		/* net.hps.credits for the case (0: default) */
+	int rcvbuf;		/* the reader's SO_RCVBUF (0: default) */
 };
 
 /* copy, small writes and reads, stalling readers: credits run out */
@@ -97,11 +98,12 @@ FIXTURE_VARIANT_ADD(share, inj_tx_reserve) {
 	.name = "inj_tx_reserve",
 	/*
 	 * A credit posts the open slot while the writer is about to fill
-	 * it, and fills the ring: send completions come late, and the ring
-	 * is three slots (what the case is about, so it sets it).
+	 * it, and that fills the ring: send completions come late, and the
+	 * reader's window (3 buffers, its SO_RCVBUF) is smaller than the
+	 * writer's ring, so the writer runs out of credits with room left.
 	 */
 	.nw = 1, .nr = 1, .wmin = 1, .wmax = KB(4), .rmin = 1, .rmax = KB(64),
-	.mib = 2, .stall = 10, .nodelay = 1, .credits = 3,
+	.mib = 1, .stall = 1, .nodelay = 1, .rcvbuf = 3 * 65536,
 	.inj = INJ_TX_RESERVE, .inj_ms = 5,
 };
 FIXTURE_VARIANT_ADD(share, inj_zc_rx_two_readers) {
@@ -137,7 +139,8 @@ FIXTURE_SETUP(share)
 		ASSERT_EQ(0, hps_sysctl("credits", c, self->credits,
 					sizeof(self->credits)));
 	}
-	ASSERT_EQ(0, zc_pair(&self->cfd, &self->afd, variant->zc));
+	ASSERT_EQ(0, zc_pair_rcvbuf(&self->cfd, &self->afd, variant->zc,
+				    variant->rcvbuf));
 	if (self->credits[0])
 		hps_sysctl("credits", self->credits, NULL, 0);
 	if (variant->inj)

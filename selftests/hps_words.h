@@ -303,8 +303,12 @@ static inline int hps_sysctl(const char *knob, const char *val, char *old,
 	return fclose(f) ? -1 : 0;
 }
 
-/* A connected pair over RDMA loopback, zero copy from @zc bytes (0: off). */
-static inline int zc_pair(int *cfd, int *afd, int zc)
+/*
+ * A connected pair over RDMA loopback, zero copy from @zc bytes (0: off);
+ * the accepted end's SO_RCVBUF @rcvbuf (0: the default), which sets its
+ * window.
+ */
+static inline int zc_pair_rcvbuf(int *cfd, int *afd, int zc, int rcvbuf)
 {
 	int port, l = hps_listener(&port, 4);
 
@@ -313,6 +317,8 @@ static inline int zc_pair(int *cfd, int *afd, int zc)
 		return -1;
 	/* a connection gets zero copy's resources only if it is on then */
 	set_int(l, SOL_HPS, HPS_ZCOPY_THRESH, zc);
+	if (rcvbuf)
+		set_int(l, SOL_SOCKET, SO_RCVBUF, rcvbuf);
 	*cfd = socket(AF_HPS, SOCK_STREAM, 0);
 	set_int(*cfd, SOL_HPS, HPS_ZCOPY_THRESH, zc);
 	{
@@ -327,6 +333,11 @@ static inline int zc_pair(int *cfd, int *afd, int zc)
 	*afd = accept(l, NULL, NULL);
 	close(l);
 	return *afd >= 0 ? 0 : -1;
+}
+
+static inline int zc_pair(int *cfd, int *afd, int zc)
+{
+	return zc_pair_rcvbuf(cfd, afd, zc, 0);
 }
 
 static inline long stat_get(const char *name)
