@@ -12,10 +12,21 @@ BUILD	:= $(TOP)/build
 VM_ABI	 = $(shell cat $(BUILD)/.deps-ok 2>/dev/null)
 VM_KDIR	 = /usr/src/linux-headers-$(VM_ABI)
 
-# KDIR: the running kernel's build tree when there is one, else the headers
-# of the kernel the test VM boots.
-RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
-KDIR	?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
+# The kernel af_hps.ko is built for: KVER=RELEASE builds against
+# /lib/modules/RELEASE/build, KDIR=DIR against that build tree. Neither: the
+# running kernel's build tree when its headers are installed, else the
+# headers of the kernel the test VM boots (staged by tools/deps.sh on first
+# use). KREL is the release KDIR builds for, read from its utsrelease.h
+# (Debian's include/config/kernel.release holds the upstream version).
+KDIR_GIVEN := $(if $(KVER)$(filter-out undefined,$(origin KDIR)),y)
+ifneq ($(KVER),)
+KDIR	?= /lib/modules/$(KVER)/build
+endif
+RUNNING	:= $(shell uname -r)
+RUNNING_KDIR := /lib/modules/$(RUNNING)/build
+KDIR	?= $(if $(shell test -f $(RUNNING_KDIR)/Makefile && echo y),$(RUNNING_KDIR),$(VM_KDIR))
+KREL	 = $(shell sed -n 's/.*UTS_RELEASE "\(.*\)".*/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
 HPS_VM	:= $(TOP)/tools/vm/hps-vm
 SRC	:= $(BUILD)/linux-source
@@ -23,14 +34,15 @@ CHECKPATCH := $(SRC)/scripts/checkpatch.pl
 KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
-.PHONY: all modules deps clean help run check check-full check-debug-smoke \
+.PHONY: all modules kdir deps clean help run check check-full check-debug-smoke \
 	check-vm lint checkpatch \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
 all: modules
 
 help:
-	@echo 'make            build af_hps.ko (KDIR=$(KDIR))'
+	@echo 'make            build af_hps.ko for $(or $(KREL),the running kernel (or the test guests'"'"' when it has no headers))'
+	@echo '                (KVER=RELEASE or KDIR=DIR: another kernel)'
 	@echo 'make deps       install and stage what everything else needs'
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
@@ -47,10 +59,26 @@ help:
 deps:
 	@$(TOP)/tools/deps.sh
 
-# Plain 'make' on a machine without any kernel headers stages them first.
-modules:
+# Plain 'make' on a machine without headers for the running kernel stages
+# the test VM kernel's first (tools/deps.sh), in a target of its own: make
+# expands a recipe before running its first line, so KDIR and KREL must
+# only be expanded, in the recipe below, once that has run.
+kdir:
+ifeq ($(KDIR_GIVEN),y)
+	@[ -f "$(KDIR)/Makefile" ] || { echo "no kernel build tree at $(KDIR):" \
+		"install the headers of $(or $(KVER),that kernel)" \
+		"(linux-headers-$(or $(KVER),RELEASE))" >&2; exit 1; }
+else
 	@[ -f "$(KDIR)/Makefile" ] || $(TOP)/tools/deps.sh
-	$(MAKE) -C $(or $(wildcard $(KDIR)),$(VM_KDIR)) M=$(TOP) modules
+endif
+
+# The plain module, never the selftests' fault injection (vm-modules).
+modules: kdir
+	@[ "$(KREL)" = "$(RUNNING)" ] || echo "note: building af_hps.ko for" \
+		"$(KREL), not for the running kernel $(RUNNING)$(if \
+		$(KDIR_GIVEN),, (no $(RUNNING_KDIR): install" \
+		"linux-headers-$(RUNNING) to build for it))"
+	$(MAKE) -C $(KDIR) M=$(TOP) CONFIG_AF_HPS_INJECT= modules
 
 # The module as the test VM needs it: built against the VM kernel's headers,
 # with the selftests' fault injection (af_hps/hps_inject.c) compiled in.
