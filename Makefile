@@ -35,7 +35,7 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules kdir deps clean help run check check-full check-debug-smoke \
-	check-vm lint checkpatch \
+	check-vm lint checkpatch docs-check \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
 all: modules
@@ -49,7 +49,8 @@ help:
 	@echo 'make check-full every selftest in every configuration, soaks at full length'
 	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
 	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~20 min)'
-	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
+	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi and docs checks'
+	@echo 'make docs-check the man pages and Documentation/ against the code (tools/check-docs.py)'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
 	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
 	@echo 'make bench-full every benchmark and the sweeps, all four configurations (about 85 min)'
@@ -152,7 +153,7 @@ lint: deps
 	  $(MAKE) -C $(VM_KDIR) M=$(TOP)/tools/kfs W=1 C=2 KCFLAGS=-Werror \
 		modules; } 2>&1 | tee $(BUILD)/lint.log; \
 		! grep -E 'warning:|error:' $(BUILD)/lint.log
-	@$(MAKE) --no-print-directory checkpatch uapi-check
+	@$(MAKE) --no-print-directory checkpatch uapi-check docs-check
 
 checkpatch:
 	perl $(CHECKPATCH) --strict --no-tree --terse --show-types \
@@ -163,3 +164,8 @@ uapi-check:
 	gcc -std=c90 -fsyntax-only -Wall -Wextra -Werror -I$(TOP)/include/uapi \
 		-x c - <<<'#include <linux/af_hps.h>'
 	@echo "uapi header: ok"
+
+# The man pages (Documentation/man) and Documentation/ name every sysctl,
+# option and counter of the code, and the pages render without warnings.
+docs-check:
+	@$(TOP)/tools/check-docs.py
