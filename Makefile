@@ -28,21 +28,40 @@ KDIR	?= $(if $(shell test -f $(RUNNING_KDIR)/Makefile && echo y),$(RUNNING_KDIR)
 KREL	 = $(shell sed -n 's/.*UTS_RELEASE "\(.*\)".*/\1/p' \
 		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
+# Where make install puts things. DESTDIR stages them under another root (a
+# package, an image, a guest's root): nothing is then written outside it,
+# and depmod indexes the tree under DESTDIR (depmod -b).
+PREFIX	?= /usr/local
+BINDIR	?= $(PREFIX)/bin
+LIBDIR	?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR	?= $(PREFIX)/share/man
+DEPMOD	?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
+MODINFO	?= $(firstword $(wildcard /sbin/modinfo /usr/sbin/modinfo) modinfo)
+MODDIR	 = $(DESTDIR)/lib/modules/$(KREL)/updates
+MANPAGES := $(wildcard $(TOP)/Documentation/man/*.[1-9])
+
 HPS_VM	:= $(TOP)/tools/vm/hps-vm
 SRC	:= $(BUILD)/linux-source
 CHECKPATCH := $(SRC)/scripts/checkpatch.pl
 KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
-.PHONY: all modules kdir deps clean help run check check-full check-debug-smoke \
-	check-vm lint checkpatch docs-check \
+.PHONY: all modules kdir progs deps clean help run check check-full \
+	check-debug-smoke check-vm lint checkpatch docs-check install \
+	install-module install-progs install-headers install-man uninstall \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
-all: modules
+# What make install installs: the module, hps_run's library, hps-bench.
+all: modules progs
 
 help:
-	@echo 'make            build af_hps.ko for $(or $(KREL),the running kernel (or the test guests'"'"' when it has no headers))'
-	@echo '                (KVER=RELEASE or KDIR=DIR: another kernel)'
+	@echo 'make            build af_hps.ko for $(or $(KREL),the running kernel),'
+	@echo '                libhps-preload.so and hps-bench (KVER=RELEASE or KDIR=DIR:'
+	@echo '                af_hps.ko for another kernel)'
+	@echo 'make install    install them, the uapi header, hps_run and the man pages (as'
+	@echo '                root; DESTDIR=DIR stages them under DIR; PREFIX=$(PREFIX))'
+	@echo 'make uninstall  remove what make install installed'
 	@echo 'make deps       install and stage what everything else needs'
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
@@ -80,6 +99,11 @@ modules: kdir
 		$(KDIR_GIVEN),, (no $(RUNNING_KDIR): install" \
 		"linux-headers-$(RUNNING) to build for it))"
 	$(MAKE) -C $(KDIR) M=$(TOP) CONFIG_AF_HPS_INJECT= modules
+
+# The user-space programs make install installs (make tools builds them all).
+progs:
+	$(MAKE) -C $(TOP)/tools/preload
+	$(MAKE) -C $(TOP)/tools bench/hps-bench
 
 # The module as the test VM needs it: built against the VM kernel's headers,
 # with the selftests' fault injection (af_hps/hps_inject.c) compiled in.
@@ -169,3 +193,83 @@ uapi-check:
 # option and counter of the code, and the pages render without warnings.
 docs-check:
 	@$(TOP)/tools/check-docs.py
+
+# ---------------------------------------------------------------------------
+# Installing (Documentation/install.rst)
+
+# depmod KVER, under DESTDIR when it is set. A DESTDIR holding only what
+# make install put there has no modules.order or modules.builtin*: depmod's
+# warnings about those are left out, nothing else.
+define depmod_fn
+	depmod_run() { \
+		echo "$(DEPMOD) $(if $(DESTDIR),-b $(DESTDIR)) $$1"; \
+		out=$$($(DEPMOD) $(if $(DESTDIR),-b "$(DESTDIR)") "$$1" 2>&1); \
+		rc=$$?; \
+		printf '%s\n' "$$out" | grep -v -e '^$$' \
+			-e 'could not open modules\.\(order\|builtin\)' >&2; \
+		return $$rc; \
+	}
+endef
+
+# Without DESTDIR, make install writes into the system: root only.
+define need_root
+	@[ -n "$(DESTDIR)" ] || [ "$$(id -u)" = 0 ] || { echo "make $@ writes" \
+		"into /lib/modules and $(PREFIX): run it as root (sudo make" \
+		"$@), or give DESTDIR=DIR to stage it there" >&2; exit 1; }
+endef
+
+install: install-module install-progs install-headers install-man
+	@echo "installed af_hps.ko for $(KREL) under $(DESTDIR)/lib/modules," \
+		"the rest under $(DESTDIR)$(PREFIX)"
+	@[ -n "$(DESTDIR)" ] || [ "$(KREL)" = "$(RUNNING)" ] || echo "note:" \
+		"the running kernel is $(RUNNING): socket(AF_HPS, ...) loads" \
+		"af_hps only once $(KREL) runs"
+
+# The module goes to updates/, which depmod prefers to the kernel's own
+# and DKMS's updates/dkms/ does not clash with. A test build (vm-modules,
+# with fault injection) or one for another kernel is refused.
+install-module: modules
+	$(need_root)
+	@ko=$(TOP)/af_hps.ko; \
+	[ -n "$(KREL)" ] || { echo "no kernel release in $(KDIR)" >&2; exit 1; }; \
+	vm=$$($(MODINFO) -F vermagic "$$ko" | cut -d' ' -f1); \
+	[ "$$vm" = "$(KREL)" ] || { echo "$$ko is built for '$$vm', not" \
+		"for $(KREL)" >&2; exit 1; }; \
+	! $(MODINFO) -F parm "$$ko" | grep -q '^inject_' || { echo "$$ko is a" \
+		"test build with fault injection (make vm-modules): run make" \
+		"first" >&2; exit 1; }
+	install -D -m 644 $(TOP)/af_hps.ko $(MODDIR)/af_hps.ko
+	@$(depmod_fn); depmod_run $(KREL)
+
+install-progs: progs
+	$(need_root)
+	$(MAKE) -C $(TOP)/tools install BINDIR=$(BINDIR) LIBDIR=$(LIBDIR)
+
+install-headers:
+	$(need_root)
+	install -D -m 644 $(TOP)/include/uapi/linux/af_hps.h \
+		$(DESTDIR)$(INCLUDEDIR)/linux/af_hps.h
+
+install-man:
+	$(need_root)
+	@for p in $(MANPAGES); do \
+		s=$${p##*.}; \
+		echo "install -D -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/$${p##*/}"; \
+		install -D -m 644 "$$p" "$(DESTDIR)$(MANDIR)/man$$s/$${p##*/}" || exit; \
+	done
+
+# Removes af_hps.ko from every kernel's updates/ (not DKMS's updates/dkms/:
+# make dkms-remove), so it needs no kernel headers.
+uninstall:
+	$(need_root)
+	@$(depmod_fn); \
+	for ko in $(DESTDIR)/lib/modules/*/updates/af_hps.ko; do \
+		[ -f "$$ko" ] || continue; \
+		kver=$${ko#$(DESTDIR)/lib/modules/}; kver=$${kver%%/*}; \
+		echo "rm -f $$ko"; rm -f "$$ko" || exit; \
+		rmdir --ignore-fail-on-non-empty "$${ko%/*}"; \
+		depmod_run "$$kver" || exit; \
+	done
+	$(MAKE) -C $(TOP)/tools uninstall BINDIR=$(BINDIR) LIBDIR=$(LIBDIR)
+	rm -f $(DESTDIR)$(INCLUDEDIR)/linux/af_hps.h
+	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
