@@ -40,6 +40,8 @@ DEPMOD	?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
 MODINFO	?= $(firstword $(wildcard /sbin/modinfo /usr/sbin/modinfo) modinfo)
 MODDIR	 = $(DESTDIR)/lib/modules/$(KREL)/updates
 MANPAGES := $(wildcard $(TOP)/Documentation/man/*.[1-9])
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' $(TOP)/dkms.conf)
+DKMS_SRC = $(DESTDIR)/usr/src/af_hps-$(DKMS_VERSION)
 
 HPS_VM	:= $(TOP)/tools/vm/hps-vm
 SRC	:= $(BUILD)/linux-source
@@ -50,6 +52,7 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 .PHONY: all modules kdir progs deps clean help run check check-full \
 	check-debug-smoke check-vm lint checkpatch docs-check install \
 	install-module install-progs install-headers install-man uninstall \
+	dkms dkms-remove \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
 # What make install installs: the module, hps_run's library, hps-bench.
@@ -62,6 +65,8 @@ help:
 	@echo 'make install    install them, the uapi header, hps_run and the man pages (as'
 	@echo '                root; DESTDIR=DIR stages them under DIR; PREFIX=$(PREFIX))'
 	@echo 'make uninstall  remove what make install installed'
+	@echo 'make dkms       register the module with DKMS (rebuilt for every new kernel)'
+	@echo 'make dkms-remove  unregister it'
 	@echo 'make deps       install and stage what everything else needs'
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
@@ -273,3 +278,44 @@ uninstall:
 	$(MAKE) -C $(TOP)/tools uninstall BINDIR=$(BINDIR) LIBDIR=$(LIBDIR)
 	rm -f $(DESTDIR)$(INCLUDEDIR)/linux/af_hps.h
 	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
+
+# DKMS: the module's sources and dkms.conf into /usr/src/af_hps-VERSION,
+# registered, and built and installed for KVER (the running kernel unless
+# given) when its headers are there; DKMS builds it for every kernel
+# installed later (AUTOINSTALL). With DESTDIR the source tree is only staged
+# there (a package's postinst runs dkms).
+DKMS_FILES := dkms.conf Kbuild COPYING include/uapi/linux/af_hps.h \
+	$(patsubst $(TOP)/%,%,$(wildcard $(TOP)/af_hps/*.[ch]))
+DKMS_KVER = $(or $(KVER),$(RUNNING))
+dkms:
+	$(need_root)
+	@[ -n "$(DESTDIR)" ] || command -v dkms >/dev/null || { echo "dkms is" \
+		"not installed (apt-get install dkms)" >&2; exit 1; }
+	@[ -n "$(DESTDIR)" ] || [ ! -f /lib/modules/$(DKMS_KVER)/updates/af_hps.ko ] || \
+		{ echo "af_hps.ko from make install is in" \
+		"/lib/modules/$(DKMS_KVER)/updates: make uninstall first" >&2; \
+		exit 1; }
+	rm -rf $(DKMS_SRC)
+	cd $(TOP) && for f in $(DKMS_FILES); do \
+		install -D -m 644 "$$f" "$(DKMS_SRC)/$$f" || exit; done
+ifeq ($(DESTDIR),)
+	! dkms status -m af_hps -v $(DKMS_VERSION) | grep -q . || \
+		dkms remove -m af_hps -v $(DKMS_VERSION) --all
+	dkms add -m af_hps -v $(DKMS_VERSION)
+	@if [ -f /lib/modules/$(DKMS_KVER)/build/Makefile ]; then \
+		echo "dkms install -m af_hps -v $(DKMS_VERSION) -k $(DKMS_KVER)"; \
+		dkms install -m af_hps -v $(DKMS_VERSION) -k $(DKMS_KVER); \
+	else \
+		echo "no headers for $(DKMS_KVER) (/lib/modules/$(DKMS_KVER)/build):" \
+			"DKMS builds af_hps once they, or a new kernel with" \
+			"its headers, are installed"; \
+	fi
+endif
+
+dkms-remove:
+	$(need_root)
+ifeq ($(DESTDIR),)
+	! dkms status -m af_hps -v $(DKMS_VERSION) | grep -q . || \
+		dkms remove -m af_hps -v $(DKMS_VERSION) --all
+endif
+	rm -rf $(DKMS_SRC)
