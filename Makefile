@@ -230,11 +230,14 @@ install: install-module install-progs install-headers install-man
 		"the running kernel is $(RUNNING): socket(AF_HPS, ...) loads" \
 		"af_hps only once $(KREL) runs"
 
-# The module goes to updates/, which depmod prefers to the kernel's own
-# and DKMS's updates/dkms/ does not clash with. A test build (vm-modules,
-# with fault injection) or one for another kernel is refused.
+# The module goes to updates/, which depmod prefers to the kernel's own.
+# A test build (vm-modules, with fault injection) or one for another kernel
+# is refused, and so is a second af_hps.ko beside DKMS's (make dkms).
 install-module: modules
 	$(need_root)
+	@[ -n "$(DESTDIR)" ] || [ ! -f /lib/modules/$(KREL)/updates/dkms/af_hps.ko ] || \
+		{ echo "DKMS has installed af_hps.ko for $(KREL): make" \
+		"dkms-remove first, or keep DKMS's" >&2; exit 1; }
 	@ko=$(TOP)/af_hps.ko; \
 	[ -n "$(KREL)" ] || { echo "no kernel release in $(KDIR)" >&2; exit 1; }; \
 	vm=$$($(MODINFO) -F vermagic "$$ko" | cut -d' ' -f1); \
