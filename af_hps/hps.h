@@ -146,6 +146,7 @@ struct hps_hdr {
 #define HPS_ZC_RX_MIN		16384	/* smaller reads take the copy */
 #define HPS_ZC_CANCEL_TIMEOUT	(HZ / 2)	/* unread SRCAVAIL: cancel */
 #define HPS_ZC_REPLY_TIMEOUT	(30 * HZ)	/* no answer to CANCEL: reset */
+#define HPS_ZC_IDLE_TIMEOUT	HZ		/* send queue busy: copy */
 #define HPS_ZC_THRESH_MAX	BIT(30)
 #define HPS_ZC_THRESH_DEFAULT	0	/* off: see Documentation/zcopy.rst */
 #define HPS_REG_CACHE_MAX	BIT(30)	/* largest zcopy_cache_bytes */
@@ -238,7 +239,6 @@ enum {
 	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */
 	HPS_F_ZC_TX_REPLY,	/* ... which came (zc_tx_consumed) */
 	HPS_F_ZC_TX_INV,	/* the sender's MR was invalidated */
-	HPS_F_ZC_TX_REG,	/* ... was registered (REG_MR completed) */
 	HPS_F_ZC_CANCEL_OWED,	/* send CANCEL */
 	HPS_F_ZC_DONE_OWED,	/* send RDMA_DONE */
 	HPS_F_ZC_SENDSM_OWED,	/* send SENDSM(zc_rx_sendsm) */
@@ -247,6 +247,7 @@ enum {
 	HPS_F_ZC_RD_ORPHAN,	/* ... whose reader was killed: connd cleans up */
 	HPS_F_ZC_RX_CANCEL,	/* CANCEL came during that read */
 	HPS_F_KA_OUT,		/* a keepalive probe is in flight */
+	HPS_F_NBITS		/* at most BITS_PER_LONG (hps_flags_reset()) */
 };
 
 /* connd work bits (hps_sock.connd_work) */
@@ -352,6 +353,7 @@ enum {
  * @zc_rx_sendsm: bytes of the abandoned SRCAVAIL read before SENDSM
  * @zc_tx_len: bytes our outstanding SRCAVAIL advertised
  * @zc_tx_consumed: bytes of it the peer read (its answer)
+ * @zc_tx_regd: its REG_MR completed (hps_zc_reg_done()), under @lock
  */
 struct hps_sock {
 	struct sock		sk;
@@ -432,6 +434,7 @@ struct hps_sock {
 	u32			zc_rx_sendsm;
 	u32			zc_tx_len;
 	u32			zc_tx_consumed;
+	bool			zc_tx_regd;
 #ifdef HPS_INJECT
 	/* hps_inject.c: the selftests' fault injection (test builds only) */
 	struct irq_work		inj_irq;

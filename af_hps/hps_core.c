@@ -323,6 +323,7 @@ void hps_flags_reset(struct hps_sock *hs)
 	unsigned long old = READ_ONCE(hs->flags) & ~keep;
 	int bit;
 
+	BUILD_BUG_ON(HPS_F_NBITS > BITS_PER_LONG);
 	sock_owned_by_me(&hs->sk);
 	for_each_set_bit(bit, &old, BITS_PER_LONG)
 		clear_bit(bit, &hs->flags);

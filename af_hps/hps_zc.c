@@ -7,11 +7,14 @@
  * A blocking send of at least zc_thresh bytes from user memory pins the
  * pages, registers them with fast registration (IB_WR_REG_MR, remote read
  * only, a fresh key each time) and advertises them in a SRCAVAIL message,
- * which takes the place of those bytes in the stream. The REG_MR is posted
- * on an idle send queue and the SRCAVAIL only once it has completed: rxe
- * as in Debian's 6.1 executes a REG_MR again when a retransmission rewinds
- * its send queue over it before it was completed, finds the MR registered
- * and stops the QP without an error completion (Documentation/zcopy.rst). The receiver pulls
+ * which takes the place of those bytes in the stream. The REG_MR is
+ * posted on an idle send queue and the SRCAVAIL only once it has
+ * completed: rxe as in Debian's 6.1 executes a REG_MR again when a
+ * retransmission rewinds its send queue over it before it was completed,
+ * finds the MR registered and stops the QP without an error completion
+ * (Documentation/zcopy.rst). A send queue that does not go idle within
+ * HPS_ZC_IDLE_TIMEOUT (readers of the same socket reading back to back)
+ * sends by copy instead. The receiver pulls
  * them with RDMA Read (rdma_rw) straight into the pinned pages of a large
  * enough blocking read, in as many pieces as the reads ask for, and answers
  * RDMA_DONE once all were read. A read that cannot take them that way
@@ -35,7 +38,9 @@
  * readers, peeking ones included, wait for it (hps_rx_readable()). Both
  * wait for their turn interruptibly, with the socket's timeouts.
  *
- * Waits the peer can prolong are bounded and killable. A writer whose
+ * Waits the peer can prolong are bounded and killable: the REG_MR's
+ * completion (on an idle queue it completes at once), the answer to a
+ * SRCAVAIL and the LOCAL_INV's completion. A writer whose
  * CANCEL goes unanswered for HPS_ZC_REPLY_TIMEOUT, or for another
  * HPS_ZC_CANCEL_TIMEOUT once it is killed, aborts the connection: its
  * pages cannot be given back while the peer may still read them. So does
@@ -163,32 +168,89 @@ static bool hps_zc_sq_idle(struct hps_sock *hs)
 	bool idle;
 
 	spin_lock_bh(&hs->lock);
-	idle = __hps_zc_sq_idle(hs) ||
-	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
-	       test_bit(HPS_F_ABORTED, &hs->flags);
+	idle = __hps_zc_sq_idle(hs);
 	spin_unlock_bh(&hs->lock);
 	return idle;
 }
 
 /**
- * hps_zc_sq_done() - one of our sends, probes or RDMA Reads completed
+ * hps_zc_sq_done() - one of our sends or probes completed
  * @hs: the connection
  *
- * A zero-copy writer may be waiting for an idle send queue.
+ * A zero-copy writer may be waiting for an idle send queue: wake it when
+ * the queue became idle. (An RDMA Read's completion wakes every waiter
+ * anyway.)
  *
  * Context: softirq.
  */
 void hps_zc_sq_done(struct hps_sock *hs)
 {
-	if (test_bit(HPS_F_ZC_TX_OWNED, &hs->flags))
+	bool idle;
+
+	if (!test_bit(HPS_F_ZC_TX_OWNED, &hs->flags))
+		return;
+	spin_lock(&hs->lock);
+	idle = __hps_zc_sq_idle(hs);
+	spin_unlock(&hs->lock);
+	if (idle)
 		hps_zc_wake(&hs->sk);
 }
 
 static bool hps_zc_tx_registered(struct hps_sock *hs)
 {
-	return test_bit(HPS_F_ZC_TX_REG, &hs->flags) ||
+	return READ_ONCE(hs->zc_tx_regd) ||
 	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
 	       test_bit(HPS_F_ABORTED, &hs->flags);
+}
+
+/*
+ * Wait for an idle send queue before the REG_MR, interruptibly and with
+ * the send timeout, as for room: nothing is posted yet. Socket lock held.
+ * Return: 0 when idle; -EBUSY if it was not within HPS_ZC_IDLE_TIMEOUT
+ * (send by copy instead); -EAGAIN, -EINTR or -ERESTARTSYS as a blocked
+ * send(); -EPIPE if the connection is going.
+ */
+static int hps_zc_idle_wait(struct hps_sock *hs, long *timeo)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	unsigned long deadline = jiffies + HPS_ZC_IDLE_TIMEOUT;
+	struct sock *sk = &hs->sk;
+	int err = 0;
+
+	add_wait_queue(sk_sleep(sk), &wait);
+	for (;;) {
+		long t = deadline - jiffies, start = jiffies;
+
+		if (sk->sk_err || sk->sk_shutdown & SEND_SHUTDOWN ||
+		    test_bit(HPS_F_ABORTED, &hs->flags) ||
+		    !test_bit(HPS_F_CONN_UP, &hs->flags)) {
+			err = -EPIPE;
+			break;
+		}
+		if (hps_zc_sq_idle(hs))
+			break;
+		if (t <= 0) {
+			err = -EBUSY;
+			break;
+		}
+		if (!*timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(*timeo);
+			break;
+		}
+		t = min(t, *timeo);
+		sk_wait_event(sk, &t, sk->sk_err ||
+			      test_bit(HPS_F_ABORTED, &hs->flags) ||
+			      !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+			      hps_zc_sq_idle(hs), &wait);
+		if (*timeo != MAX_SCHEDULE_TIMEOUT)
+			*timeo = max(0L, *timeo - (long)(jiffies - start));
+	}
+	remove_wait_queue(sk_sleep(sk), &wait);
+	return err;
 }
 
 static bool hps_zc_rd_over(struct hps_sock *hs)
@@ -265,7 +327,9 @@ static void hps_zc_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct hps_sock *hs = wc->qp->qp_context;
 
 	if (wc->status == IB_WC_SUCCESS) {
-		set_bit(HPS_F_ZC_TX_REG, &hs->flags);
+		spin_lock(&hs->lock);
+		WRITE_ONCE(hs->zc_tx_regd, true);
+		spin_unlock(&hs->lock);
 		hps_zc_wake(&hs->sk);
 		return;
 	}
@@ -452,7 +516,7 @@ static int hps_zc_reg_post(struct hps_sock *hs, struct ib_reg_wr *reg)
 	hps_tx_push(hs);
 	if (!__hps_zc_sq_idle(hs))
 		return -EAGAIN;
-	clear_bit(HPS_F_ZC_TX_REG, &hs->flags);
+	WRITE_ONCE(hs->zc_tx_regd, false);
 	err = ib_post_send(hs->qp, &reg->wr, NULL);
 	if (err) {
 		pr_warn_ratelimited("posting a registration failed: %d\n", err);
@@ -543,10 +607,11 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
 }
 
 /*
- * A writer killed (or timed out) while its key could not be revoked: the
- * connection is being aborted, and connd gives its pages back once the
- * teardown has deregistered the MR (hps_zc_tx_reap()). The sending side
- * stays owned until then. Context: socket lock held.
+ * A writer killed (or timed out) while its registration or the revocation
+ * of its key did not complete: the connection is being aborted, and connd
+ * gives its pages back once the teardown has deregistered the MR
+ * (hps_zc_tx_reap()). The sending side stays owned until then.
+ * Context: socket lock held.
  */
 static void hps_zc_tx_orphan(struct hps_sock *hs, struct sg_table *sgt,
 			     struct hps_reg *r, struct hps_dev *dev)
@@ -568,7 +633,7 @@ static ssize_t hps_zc_tx_stuck(struct hps_sock *hs, int err,
 			       struct hps_dev *dev)
 {
 	if (err == -ETIMEDOUT)
-		pr_warn_ratelimited("no completion of a registration or invalidation: reset\n");
+		pr_warn_ratelimited("a registration or invalidation hung: reset\n");
 	hps_abort(hs, err == -EINTR ? ECONNABORTED : ETIMEDOUT, true);
 	hps_zc_tx_orphan(hs, sgt, r, dev);
 	return -EPIPE;
@@ -745,15 +810,16 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		spin_unlock_bh(&hs->lock);
 		if (err != -EAGAIN)
 			break;
-		/* Every completion comes within the transport's retries. */
-		err = hps_zc_wait_grace(hs, hps_zc_sq_idle,
-					jiffies + HPS_ZC_REPLY_TIMEOUT);
-		if (err == -ETIMEDOUT) {
-			hps_abort(hs, ETIMEDOUT, true);
-			err = -EPIPE;
-		}
+		err = hps_zc_idle_wait(hs, timeo);
 		if (err)
 			break;
+	}
+	if (err == -EBUSY) {
+		/* The queue stays busy: copy this send's bytes instead. */
+		hps_stat_inc(HPS_STAT_ZC_FALLBACKS);
+		*copy_rest = true;
+		ret = 0;
+		goto out_unmap;
 	}
 	if (err) {
 		/* Not posted: nothing was registered. */
@@ -761,15 +827,17 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		goto out_unmap;
 	}
 	/*
-	 * The registration completes behind every send before it, which the
-	 * peer can hold up (as the LOCAL_INV below): bounded and killable.
+	 * On an idle queue the REG_MR completes at once; a device that holds
+	 * it up is bounded and killable like the LOCAL_INV below.
 	 */
 	err = hps_zc_wait_grace(hs, hps_zc_tx_registered,
 				jiffies + HPS_ZC_REPLY_TIMEOUT);
 	if (err)
 		return hps_zc_tx_stuck(hs, err, &sgt, r, dev);
 	ret = -EPIPE;
-	if (test_bit(HPS_F_ZC_TX_REG, &hs->flags)) {
+	if (fatal_signal_pending(current)) {
+		ret = -EINTR;	/* killed: revoke, advertise nothing */
+	} else if (READ_ONCE(hs->zc_tx_regd)) {
 		for (;;) {
 			spin_lock_bh(&hs->lock);
 			err = hps_zc_post(hs, &sa);
