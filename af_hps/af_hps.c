@@ -279,12 +279,9 @@ static int __init hps_init(void)
 	err = hps_sysctl_register();
 	if (err)
 		return err;
-	err = hps_stats_init();
-	if (err)
-		goto out_sysctl;
 	err = hps_connd_start();
 	if (err)
-		goto out_stats;
+		goto out_sysctl;
 	err = hps_ib_register();
 	if (err)
 		goto out_connd;
@@ -307,8 +304,6 @@ out_ib:
 	hps_ib_unregister();
 out_connd:
 	hps_connd_stop();
-out_stats:
-	hps_stats_exit();
 out_sysctl:
 	hps_sysctl_unregister();
 	return err;
@@ -320,7 +315,6 @@ static void __exit hps_exit(void)
 	proto_unregister(&hps_proto);
 	hps_ib_unregister();		/* every connection is gone by now */
 	hps_connd_stop();
-	hps_stats_exit();
 	hps_sysctl_unregister();
 }
 

@@ -644,6 +644,7 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  * @socks_lock: protects @socks (BH: sockets may be freed from softirq)
  * @socks: every AF_HPS socket of the namespace (hps_sock.net_node)
  * @reg: its registration cache
+ * @stats: its event counters (per CPU; hps_stats.c)
  *
  * The other fields are the sysctls (Documentation/sysctl.rst).
  */
@@ -663,7 +664,14 @@ struct hps_net {
 	unsigned int		keepalive_ms;
 	unsigned int		keepalive_probes;
 	struct hps_reg_cache	reg;
+	struct hps_stats __percpu *stats;
 };
+
+/* The namespace a registration cache belongs to. */
+static inline struct hps_net *hps_reg_cache_net(struct hps_reg_cache *c)
+{
+	return container_of(c, struct hps_net, reg);
+}
 
 int hps_sysctl_register(void);
 void hps_sysctl_unregister(void);
@@ -698,10 +706,31 @@ enum hps_stat {
 	HPS_STAT_MAX,
 };
 
-void hps_stat_inc(enum hps_stat s);
-void hps_stat_add(enum hps_stat s, long n);
-int hps_stats_init(void);
-void hps_stats_exit(void);
+/**
+ * struct hps_stats - a namespace's counters on one CPU (hps_net.stats)
+ * @v: one value per enum hps_stat; a counter is the sum over the CPUs
+ */
+struct hps_stats {
+	long	v[HPS_STAT_MAX];
+};
+
+void hps_net_stat_add(struct hps_net *hn, enum hps_stat s, long n);
+void hps_stat_add(const struct net *net, enum hps_stat s, long n);
+long hps_stat_read(struct hps_net *hn, enum hps_stat s);
+const char *hps_stat_name(enum hps_stat s);
+int hps_stats_net_init(struct net *net, struct hps_net *hn);
+void hps_stats_net_exit(struct net *net, struct hps_net *hn);
+
+/* Count an event of @net (a socket's: sock_net()). Context: any. */
+static inline void hps_stat_inc(const struct net *net, enum hps_stat s)
+{
+	hps_stat_add(net, s, 1);
+}
+
+static inline void hps_net_stat_inc(struct hps_net *hn, enum hps_stat s)
+{
+	hps_net_stat_add(hn, s, 1);
+}
 
 /* hps_inject.c: widened race windows for the selftests (test builds only) */
 enum hps_inject_point {

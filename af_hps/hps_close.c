@@ -53,7 +53,7 @@ void hps_abort(struct hps_sock *hs, int err, bool send_abort)
 {
 	if (test_and_set_bit(HPS_F_ABORTED, &hs->flags))
 		return;
-	hps_stat_inc(HPS_STAT_ABORTS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ABORTS);
 	if (send_abort) {
 		spin_lock_bh(&hs->lock);
 		hps_tx_ctrl(hs, HPS_MSG_ABORT, false);

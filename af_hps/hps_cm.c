@@ -705,7 +705,7 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	lock_sock(lsk);
 	if (lsk->sk_state != TCP_LISTEN || lsk->sk_shutdown & RCV_SHUTDOWN ||
 	    lhs->npending + lsk->sk_ack_backlog > lsk->sk_max_ack_backlog) {
-		hps_stat_inc(HPS_STAT_LISTEN_DROPS);
+		hps_stat_inc(sock_net(lsk), HPS_STAT_LISTEN_DROPS);
 		goto reject;
 	}
 	sk = hps_sock_alloc(sock_net(lsk), NULL, lsk->sk_kern_sock);
@@ -727,7 +727,7 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	err = hps_hello_check(chs, pdata, pdata_len);
 	if (err) {
 		pr_info_ratelimited("connection request with a bad hello rejected\n");
-		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
 		release_sock(sk);
 		sock_put(sk);
 		goto reject;
@@ -764,11 +764,11 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sk->sk_state = TCP_SYN_RECV;
 	release_sock(sk);
 	release_sock(lsk);
-	hps_stat_inc(HPS_STAT_CONN_PASSIVE);
+	hps_stat_inc(sock_net(sk), HPS_STAT_CONN_PASSIVE);
 	return;
 
 out_teardown:
-	hps_stat_inc(HPS_STAT_ACCEPT_ERRORS);
+	hps_stat_inc(sock_net(sk), HPS_STAT_ACCEPT_ERRORS);
 	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
 			    err);
 	hps_wr_teardown(chs);
@@ -781,7 +781,7 @@ out_teardown:
 	return;
 
 reject_err:
-	hps_stat_inc(HPS_STAT_ACCEPT_ERRORS);
+	hps_stat_inc(sock_net(lsk), HPS_STAT_ACCEPT_ERRORS);
 	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
 			    err);
 reject:
@@ -820,7 +820,7 @@ void hps_cm_connect_work(struct work_struct *work)
 	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags)) {
 		hps_connd_kick(hs, HPS_W_TEARDOWN);
 	} else if (err) {
-		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 		pr_debug("rdma_connect failed: %d\n", err);
 		destroy = hps_fail(hs, err == -ETIMEDOUT ? ETIMEDOUT :
 				   err == -ENETUNREACH ? ENETUNREACH :
@@ -841,7 +841,7 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	set_bit(HPS_F_QP_READY, &hs->flags);
 	if (hps_hello_check(hs, pdata, pdata_len)) {
 		pr_warn_ratelimited("bad hello from the passive side\n");
-		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
 		return hps_fail(hs, EPROTO);
 	}
 	memcpy(&hs->local, &id->route.addr.src_addr, sizeof(hs->local));
@@ -861,7 +861,7 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	hps_tx_ka_start(hs);
 	hps_set_state(sk, TCP_ESTABLISHED);
 	sk->sk_write_space(sk);
-	hps_stat_inc(HPS_STAT_CONN_ACTIVE);
+	hps_stat_inc(sock_net(sk), HPS_STAT_CONN_ACTIVE);
 	return NULL;
 }
 
@@ -916,14 +916,14 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(id, HPS_RESOLVE_MS);
 		if (err) {
-			hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+			hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 			destroy = hps_fail(hs, EHOSTUNREACH);
 		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = hps_wr_setup(hs, id);
 		if (err) {
-			hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+			hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 			pr_debug("connection setup failed: %d\n", err);
 			destroy = hps_fail(hs, err == -ENODEV ? ENETUNREACH :
 					   err == -ENOBUFS || err == -ENOMEM ?
@@ -966,7 +966,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 		pr_debug("connect failed: %s, status %d\n",
 			 rdma_event_msg(event), status);
 		destroy = hps_fail(hs, -hps_cm_errno(event, status));

@@ -47,7 +47,7 @@ static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
 static void hps_rx_violation(struct hps_sock *hs, const char *what)
 {
 	pr_warn_ratelimited("protocol violation from peer: %s\n", what);
-	hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PROTO_ERRORS);
 	hps_conn_error(hs, EPROTO);
 }
 
@@ -170,7 +170,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		break;
 	case HPS_MSG_ABORT:
 		spin_unlock(&hs->lock);
-		hps_stat_inc(HPS_STAT_ABORTS);
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ABORTS);
 		hps_conn_error(hs, ECONNRESET);
 		return;
 	default:

@@ -115,7 +115,7 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
 		return false;
 	}
 	hs->ctrl_head++;
-	hps_stat_inc(HPS_STAT_CREDIT_MSGS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_CREDIT_MSGS);
 	return true;
 }
 
@@ -294,7 +294,7 @@ void hps_tx_keepalive(struct timer_list *t)
 		if (hps_wr_post_probe(hs))
 			clear_bit(HPS_F_KA_OUT, &hs->flags);
 		else
-			hps_stat_inc(HPS_STAT_KA_PROBES);
+			hps_stat_inc(sock_net(&hs->sk), HPS_STAT_KA_PROBES);
 	}
 	next = jiffies + hs->ka_intv;
 	if (time_after(next, stamp + hs->ka_limit))
@@ -305,7 +305,7 @@ out:
 	if (give_up) {
 		pr_debug("no answer from the peer for %u ms: giving up\n",
 			 jiffies_to_msecs(hs->ka_limit));
-		hps_stat_inc(HPS_STAT_PEER_TIMEOUTS);
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PEER_TIMEOUTS);
 		hps_conn_error(hs, ETIMEDOUT);
 	}
 	sock_put(sk);	/* from sk_reset_timer() */
@@ -480,7 +480,7 @@ static void hps_tx_error(struct hps_sock *hs, struct ib_wc *wc)
 		return;
 	/* The transport gave up retrying: the peer is gone, as TCP says. */
 	if (timeout)
-		hps_stat_inc(HPS_STAT_PEER_TIMEOUTS);
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PEER_TIMEOUTS);
 	hps_conn_error(hs, timeout ? ETIMEDOUT : ECONNRESET);
 }
 

@@ -307,7 +307,7 @@ static bool hps_zc_rest_init(struct hps_zc_rest *rest, struct hps_reg *r,
 		iov_iter_advance(&rest->it, offset_in_page(from));
 	}
 	rest->reg = r;
-	hps_stat_inc(HPS_STAT_REG_KMAP_COPIES);
+	hps_net_stat_inc(hps_reg_cache_net(r->cache), HPS_STAT_REG_KMAP_COPIES);
 	return true;
 }
 
@@ -443,7 +443,7 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
 	set_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags);
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
-	hps_stat_inc(HPS_STAT_ZC_CANCELS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_CANCELS);
 	/*
 	 * The pages cannot go before the answer (or the key's revocation by
 	 * an abort's teardown). Killed, the writer waits a little more: the
@@ -655,7 +655,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		ret = err;
 		goto out_unmap;
 	}
-	hps_stat_inc(HPS_STAT_ZC_TX);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_TX);
 
 	hps_zc_tx_await(hs, timeo);
 
@@ -717,7 +717,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 				r = NULL;	/* held by @rest */
 		}
 		iov_iter_advance(&msg->msg_iter, ret);
-		hps_stat_add(HPS_STAT_ZC_TX_BYTES, ret);
+		hps_stat_add(sock_net(&hs->sk), HPS_STAT_ZC_TX_BYTES, ret);
 		spin_lock_bh(&hs->lock);
 		hs->tx_bytes += ret;
 		spin_unlock_bh(&hs->lock);
@@ -788,7 +788,7 @@ void hps_zc_rx_abandon(struct hps_sock *hs)
 	hs->zc_rx = NULL;
 	hs->zc_rx_sendsm = b->off;
 	set_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags);
-	hps_stat_inc(HPS_STAT_ZC_FALLBACKS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_FALLBACKS);
 	hps_tx_push(hs);
 }
 
@@ -1114,8 +1114,8 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	if (ret < 0)
 		return ret;
 	iov_iter_advance(&msg->msg_iter, n);
-	hps_stat_inc(HPS_STAT_ZC_RX_READS);
-	hps_stat_add(HPS_STAT_ZC_RX_BYTES, n);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_RX_READS);
+	hps_stat_add(sock_net(&hs->sk), HPS_STAT_ZC_RX_BYTES, n);
 	return n;
 
 fallback_sgt:
