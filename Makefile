@@ -12,10 +12,36 @@ BUILD	:= $(TOP)/build
 VM_ABI	 = $(shell cat $(BUILD)/.deps-ok 2>/dev/null)
 VM_KDIR	 = /usr/src/linux-headers-$(VM_ABI)
 
-# KDIR: the running kernel's build tree when there is one, else the headers
-# of the kernel the test VM boots.
-RUNNING_KDIR := /lib/modules/$(shell uname -r)/build
-KDIR	?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
+# The kernel af_hps.ko is built for: KVER=RELEASE builds against
+# /lib/modules/RELEASE/build, KDIR=DIR against that build tree. Neither: the
+# running kernel's build tree when its headers are installed, else the
+# headers of the kernel the test VM boots (staged by tools/deps.sh on first
+# use). KREL is the release KDIR builds for, read from its utsrelease.h
+# (Debian's include/config/kernel.release holds the upstream version).
+KDIR_GIVEN := $(if $(KVER)$(filter-out undefined,$(origin KDIR)),y)
+ifneq ($(KVER),)
+KDIR	?= /lib/modules/$(KVER)/build
+endif
+RUNNING	:= $(shell uname -r)
+RUNNING_KDIR := /lib/modules/$(RUNNING)/build
+KDIR	?= $(if $(shell test -f $(RUNNING_KDIR)/Makefile && echo y),$(RUNNING_KDIR),$(VM_KDIR))
+KREL	 = $(shell sed -n 's/.*UTS_RELEASE "\(.*\)".*/\1/p' \
+		$(KDIR)/include/generated/utsrelease.h 2>/dev/null)
+
+# Where make install puts things. DESTDIR stages them under another root (a
+# package, an image, a guest's root): nothing is then written outside it,
+# and depmod indexes the tree under DESTDIR (depmod -b).
+PREFIX	?= /usr/local
+BINDIR	?= $(PREFIX)/bin
+LIBDIR	?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR	?= $(PREFIX)/share/man
+DEPMOD	?= $(firstword $(wildcard /sbin/depmod /usr/sbin/depmod) depmod)
+MODINFO	?= $(firstword $(wildcard /sbin/modinfo /usr/sbin/modinfo) modinfo)
+MODDIR	 = $(DESTDIR)/lib/modules/$(KREL)/updates
+MANPAGES := $(wildcard $(TOP)/Documentation/man/*.[1-9])
+DKMS_VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' $(TOP)/dkms.conf)
+DKMS_SRC = $(DESTDIR)/usr/src/af_hps-$(DKMS_VERSION)
 
 HPS_VM	:= $(TOP)/tools/vm/hps-vm
 SRC	:= $(BUILD)/linux-source
@@ -23,21 +49,32 @@ CHECKPATCH := $(SRC)/scripts/checkpatch.pl
 KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
-.PHONY: all modules deps clean help run check check-full check-debug-smoke \
-	check-vm lint checkpatch \
+.PHONY: all modules kdir progs deps clean help run check check-full \
+	check-debug-smoke check-vm lint checkpatch docs-check install \
+	install-module install-progs install-headers install-man uninstall \
+	dkms dkms-remove \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
-all: modules
+# What make install installs: the module, hps_run's library, hps-bench.
+all: modules progs
 
 help:
-	@echo 'make            build af_hps.ko (KDIR=$(KDIR))'
+	@echo 'make            build af_hps.ko for $(or $(KREL),the running kernel),'
+	@echo '                libhps-preload.so and hps-bench (KVER=RELEASE or KDIR=DIR:'
+	@echo '                af_hps.ko for another kernel)'
+	@echo 'make install    install them, the uapi header, hps_run and the man pages (as'
+	@echo '                root; DESTDIR=DIR stages them under DIR; PREFIX=$(PREFIX))'
+	@echo 'make uninstall  remove what make install installed'
+	@echo 'make dkms       register the module with DKMS (rebuilt for every new kernel)'
+	@echo 'make dkms-remove  unregister it'
 	@echo 'make deps       install and stage what everything else needs'
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
 	@echo 'make check-full every selftest in every configuration, soaks at full length'
 	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
 	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~20 min)'
-	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi check'
+	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi and docs checks'
+	@echo 'make docs-check the man pages and Documentation/ against the code (tools/check-docs.py)'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
 	@echo 'make bench-zcopy  zero copy on/off vs ib_read_bw/ib_write_bw, 64 KiB-16 MiB'
 	@echo 'make bench-full every benchmark and the sweeps, all four configurations (about 85 min)'
@@ -47,10 +84,31 @@ help:
 deps:
 	@$(TOP)/tools/deps.sh
 
-# Plain 'make' on a machine without any kernel headers stages them first.
-modules:
+# Plain 'make' on a machine without headers for the running kernel stages
+# the test VM kernel's first (tools/deps.sh), in a target of its own: make
+# expands a recipe before running its first line, so KDIR and KREL must
+# only be expanded, in the recipe below, once that has run.
+kdir:
+ifeq ($(KDIR_GIVEN),y)
+	@[ -f "$(KDIR)/Makefile" ] || { echo "no kernel build tree at $(KDIR):" \
+		"install the headers of $(or $(KVER),that kernel)" \
+		"(linux-headers-$(or $(KVER),RELEASE))" >&2; exit 1; }
+else
 	@[ -f "$(KDIR)/Makefile" ] || $(TOP)/tools/deps.sh
-	$(MAKE) -C $(or $(wildcard $(KDIR)),$(VM_KDIR)) M=$(TOP) modules
+endif
+
+# The plain module, never the selftests' fault injection (vm-modules).
+modules: kdir
+	@[ "$(KREL)" = "$(RUNNING)" ] || echo "note: building af_hps.ko for" \
+		"$(KREL), not for the running kernel $(RUNNING)$(if \
+		$(KDIR_GIVEN),, (no $(RUNNING_KDIR): install" \
+		"linux-headers-$(RUNNING) to build for it))"
+	$(MAKE) -C $(KDIR) M=$(TOP) CONFIG_AF_HPS_INJECT= modules
+
+# The user-space programs make install installs (make tools builds them all).
+progs:
+	$(MAKE) -C $(TOP)/tools/preload
+	$(MAKE) -C $(TOP)/tools bench/hps-bench
 
 # The module as the test VM needs it: built against the VM kernel's headers,
 # with the selftests' fault injection (af_hps/hps_inject.c) compiled in.
@@ -124,7 +182,7 @@ lint: deps
 	  $(MAKE) -C $(VM_KDIR) M=$(TOP)/tools/kfs W=1 C=2 KCFLAGS=-Werror \
 		modules; } 2>&1 | tee $(BUILD)/lint.log; \
 		! grep -E 'warning:|error:' $(BUILD)/lint.log
-	@$(MAKE) --no-print-directory checkpatch uapi-check
+	@$(MAKE) --no-print-directory checkpatch uapi-check docs-check
 
 checkpatch:
 	perl $(CHECKPATCH) --strict --no-tree --terse --show-types \
@@ -135,3 +193,132 @@ uapi-check:
 	gcc -std=c90 -fsyntax-only -Wall -Wextra -Werror -I$(TOP)/include/uapi \
 		-x c - <<<'#include <linux/af_hps.h>'
 	@echo "uapi header: ok"
+
+# The man pages (Documentation/man) and Documentation/ name every sysctl,
+# option and counter of the code, and the pages render without warnings.
+docs-check:
+	@$(TOP)/tools/check-docs.py
+
+# ---------------------------------------------------------------------------
+# Installing (Documentation/install.rst)
+
+# depmod KVER, under DESTDIR when it is set. A DESTDIR holding only what
+# make install put there has no modules.order or modules.builtin*: depmod's
+# warnings about those are left out, nothing else.
+define depmod_fn
+	depmod_run() { \
+		echo "$(DEPMOD) $(if $(DESTDIR),-b $(DESTDIR)) $$1"; \
+		out=$$($(DEPMOD) $(if $(DESTDIR),-b "$(DESTDIR)") "$$1" 2>&1); \
+		rc=$$?; \
+		printf '%s\n' "$$out" | grep -v -e '^$$' \
+			-e 'could not open modules\.\(order\|builtin\)' >&2; \
+		return $$rc; \
+	}
+endef
+
+# Without DESTDIR, make install writes into the system: root only.
+define need_root
+	@[ -n "$(DESTDIR)" ] || [ "$$(id -u)" = 0 ] || { echo "make $@ writes" \
+		"into /lib/modules and $(PREFIX): run it as root (sudo make" \
+		"$@), or give DESTDIR=DIR to stage it there" >&2; exit 1; }
+endef
+
+install: install-module install-progs install-headers install-man
+	@echo "installed af_hps.ko for $(KREL) under $(DESTDIR)/lib/modules," \
+		"the rest under $(DESTDIR)$(PREFIX)"
+	@[ -n "$(DESTDIR)" ] || [ "$(KREL)" = "$(RUNNING)" ] || echo "note:" \
+		"the running kernel is $(RUNNING): socket(AF_HPS, ...) loads" \
+		"af_hps only once $(KREL) runs"
+
+# The module goes to updates/, which depmod prefers to the kernel's own.
+# A test build (vm-modules, with fault injection) or one for another kernel
+# is refused, and so is a second af_hps.ko beside DKMS's (make dkms).
+install-module: modules
+	$(need_root)
+	@[ -n "$(DESTDIR)" ] || [ ! -f /lib/modules/$(KREL)/updates/dkms/af_hps.ko ] || \
+		{ echo "DKMS has installed af_hps.ko for $(KREL): make" \
+		"dkms-remove first, or keep DKMS's" >&2; exit 1; }
+	@ko=$(TOP)/af_hps.ko; \
+	[ -n "$(KREL)" ] || { echo "no kernel release in $(KDIR)" >&2; exit 1; }; \
+	vm=$$($(MODINFO) -F vermagic "$$ko" | cut -d' ' -f1); \
+	[ "$$vm" = "$(KREL)" ] || { echo "$$ko is built for '$$vm', not" \
+		"for $(KREL)" >&2; exit 1; }; \
+	! $(MODINFO) -F parm "$$ko" | grep -q '^inject_' || { echo "$$ko is a" \
+		"test build with fault injection (make vm-modules): run make" \
+		"first" >&2; exit 1; }
+	install -D -m 644 $(TOP)/af_hps.ko $(MODDIR)/af_hps.ko
+	@$(depmod_fn); depmod_run $(KREL)
+
+install-progs: progs
+	$(need_root)
+	$(MAKE) -C $(TOP)/tools install BINDIR=$(BINDIR) LIBDIR=$(LIBDIR)
+
+install-headers:
+	$(need_root)
+	install -D -m 644 $(TOP)/include/uapi/linux/af_hps.h \
+		$(DESTDIR)$(INCLUDEDIR)/linux/af_hps.h
+
+install-man:
+	$(need_root)
+	@for p in $(MANPAGES); do \
+		s=$${p##*.}; \
+		echo "install -D -m 644 $$p $(DESTDIR)$(MANDIR)/man$$s/$${p##*/}"; \
+		install -D -m 644 "$$p" "$(DESTDIR)$(MANDIR)/man$$s/$${p##*/}" || exit; \
+	done
+
+# Removes af_hps.ko from every kernel's updates/ (not DKMS's updates/dkms/:
+# make dkms-remove), so it needs no kernel headers.
+uninstall:
+	$(need_root)
+	@$(depmod_fn); \
+	for ko in $(DESTDIR)/lib/modules/*/updates/af_hps.ko; do \
+		[ -f "$$ko" ] || continue; \
+		kver=$${ko#$(DESTDIR)/lib/modules/}; kver=$${kver%%/*}; \
+		echo "rm -f $$ko"; rm -f "$$ko" || exit; \
+		rmdir --ignore-fail-on-non-empty "$${ko%/*}"; \
+		depmod_run "$$kver" || exit; \
+	done
+	$(MAKE) -C $(TOP)/tools uninstall BINDIR=$(BINDIR) LIBDIR=$(LIBDIR)
+	rm -f $(DESTDIR)$(INCLUDEDIR)/linux/af_hps.h
+	rm -f $(foreach p,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(p)))/$(notdir $(p)))
+
+# DKMS: the module's sources and dkms.conf into /usr/src/af_hps-VERSION,
+# registered, and built and installed for KVER (the running kernel unless
+# given) when its headers are there; DKMS builds it for every kernel
+# installed later (AUTOINSTALL). With DESTDIR the source tree is only staged
+# there (a package's postinst runs dkms).
+DKMS_FILES := dkms.conf Kbuild COPYING include/uapi/linux/af_hps.h \
+	$(patsubst $(TOP)/%,%,$(wildcard $(TOP)/af_hps/*.[ch]))
+DKMS_KVER = $(or $(KVER),$(RUNNING))
+dkms:
+	$(need_root)
+	@[ -n "$(DESTDIR)" ] || command -v dkms >/dev/null || { echo "dkms is" \
+		"not installed (apt-get install dkms)" >&2; exit 1; }
+	@[ -n "$(DESTDIR)" ] || [ ! -f /lib/modules/$(DKMS_KVER)/updates/af_hps.ko ] || \
+		{ echo "af_hps.ko from make install is in" \
+		"/lib/modules/$(DKMS_KVER)/updates: make uninstall first" >&2; \
+		exit 1; }
+	rm -rf $(DKMS_SRC)
+	cd $(TOP) && for f in $(DKMS_FILES); do \
+		install -D -m 644 "$$f" "$(DKMS_SRC)/$$f" || exit; done
+ifeq ($(DESTDIR),)
+	! dkms status -m af_hps -v $(DKMS_VERSION) | grep -q . || \
+		dkms remove -m af_hps -v $(DKMS_VERSION) --all
+	dkms add -m af_hps -v $(DKMS_VERSION)
+	@if [ -f /lib/modules/$(DKMS_KVER)/build/Makefile ]; then \
+		echo "dkms install -m af_hps -v $(DKMS_VERSION) -k $(DKMS_KVER)"; \
+		dkms install -m af_hps -v $(DKMS_VERSION) -k $(DKMS_KVER); \
+	else \
+		echo "no headers for $(DKMS_KVER) (/lib/modules/$(DKMS_KVER)/build):" \
+			"DKMS builds af_hps once they, or a new kernel with" \
+			"its headers, are installed"; \
+	fi
+endif
+
+dkms-remove:
+	$(need_root)
+ifeq ($(DESTDIR),)
+	! dkms status -m af_hps -v $(DKMS_VERSION) | grep -q . || \
+		dkms remove -m af_hps -v $(DKMS_VERSION) --all
+endif
+	rm -rf $(DKMS_SRC)

@@ -271,6 +271,79 @@ TEST_F_TIMEOUT(forked, child_and_threads, 300)
 }
 
 /*
+ * The send ring, deterministically: a writer has seen room in the ring, a
+ * credit arrives and posts the open slot, which fills the ring, before the
+ * writer takes its slot. Send completions are handled 4 s late (fault
+ * injection) so that posted slots stay in flight, the reader's window (3
+ * buffers) is smaller than the writer's ring (16), and the writer waits in
+ * that window until the credit came. Before the fix the writer appended to
+ * a slot in flight and its bytes vanished.
+ */
+struct one_reader {
+	struct share *s;
+	int fd;
+	size_t got;
+};
+
+static void *read_to_eof(void *arg)
+{
+	struct one_reader *r = arg;
+	struct worker w = { .s = r->s, .id = 1 };
+	unsigned long long buf[1024];
+	ssize_t n;
+
+	usleep(10000);	/* the writer is in its window by now */
+	while ((n = recv(r->fd, buf, sizeof(buf), 0)) > 0) {
+		check_piece(&w, buf, n / WORD, 0);
+		r->got += n;
+	}
+	return NULL;
+}
+
+TEST(ring_filled_under_the_writer)
+{
+	enum { MSG = 8, NMSG = 17 };	/* 8 words a message */
+	struct share s = { .nw = 1, .words = MSG * NMSG };
+	struct worker w = { .s = &s, .id = 0 };
+	unsigned long long buf[MSG];
+	struct one_reader r = { .s = &s };
+	int cfd, afd, k, i;
+	pthread_t t;
+
+	ONLY("ring_filled_under_the_writer");
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, zc_pair_rcvbuf(&cfd, &afd, 0, 3 * 65536));
+	ASSERT_EQ(0, set_int(cfd, SOL_TCP, TCP_NODELAY, 1));
+	share_init(&s, 1);
+	ASSERT_EQ(0, inject(INJ_TX_RESERVE, 40))
+		TH_LOG("no fault injection: not a test build of af_hps.ko?");
+	r.fd = afd;
+	for (k = 0; k < NMSG; k++) {
+		for (i = 0; i < MSG; i++)
+			buf[i] = (unsigned long long)(k * MSG + i);
+		if (k == NMSG - 1)	/* the race: a reader comes in */
+			pthread_create(&t, NULL, read_to_eof, &r);
+		ASSERT_EQ(sizeof(buf), send(cfd, buf, sizeof(buf), 0));
+		/* 13 posted and read, 13 and 14 posted unread, 15 held */
+		if (k < NMSG - 4) {
+			usleep(20000);
+			ASSERT_EQ(sizeof(buf), recv(afd, buf, sizeof(buf), 0));
+			check_piece(&w, buf, MSG, 0);
+			usleep(20000);	/* its credit comes back */
+		}
+	}
+	inject(INJ_NONE, 0);
+	shutdown(cfd, SHUT_WR);
+	pthread_join(t, NULL);
+	share_complete(&s, 1);
+	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
+	EXPECT_EQ((NMSG - (NMSG - 4)) * sizeof(buf), r.got);
+	share_free(&s);
+	close(cfd);
+	close(afd);
+}
+
+/*
  * A reader killed while its zero-copy read is in flight: it dies at once,
  * and what it did not finish reading is still there for the others.
  */

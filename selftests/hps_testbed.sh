@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The test bed and the module's packaging, checked from inside the guest:
-# raw verbs work between the nodes on the configured device, the module
-# autoloads on socket(AF_HPS, ...) once installed, and an open socket keeps
-# it from being unloaded. Prints kselftest-style TAP and a totals line.
+# The test bed and the module's loading, checked from inside the guest:
+# raw verbs work between the nodes on the configured device, an open socket
+# keeps the module from being unloaded, and it unloads and loads again once
+# idle. (Its autoload through net-pf-22 after make install is
+# hps_install.sh's.) Prints kselftest-style TAP and a totals line.
 #
 # hps-configs: 2:rxe 2:siw
 set -u
@@ -15,7 +16,7 @@ not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $1"; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
 
 echo "TAP version 13"
-echo "1..4"
+echo "1..3"
 
 # Raw verbs between node 1 and its peer (node 2, or itself over loopback),
 # with rdma_cm as iWARP requires. Each try uses its own port, so a server
@@ -40,9 +41,13 @@ verbs_once() {
 	fi
 	[ "$rc" = 0 ] && grep -E '^ *4096 +100 ' /tmp/verbs.out
 }
-# Three tries, each failure shown with the server's side: between two guests
-# under heavy host load a perftest run over siw has been seen to fail (it
-# printed its header and nothing more).
+# Three tries, each failure shown with the server's side. perftest's own
+# client crashes now and then as it connects through rdma_cm: a general
+# protection fault inside librdmacm (exit status 139; the kernel logs
+# "traps: ib_send_bw[...] general protection fault ... in librdmacm.so",
+# seen on two nodes over rxe, 2026-11-25), which is what CI's failure over
+# siw looked like too (its header, then nothing). It is perftest's, not
+# the test bed's nor AF_HPS's: the next try, on a fresh port, passes.
 verbs() {
 	local port
 	for port in 18515 18516 18517; do
@@ -68,21 +73,6 @@ idle_module() {
 	echo "# af_hps still in use after 180 s: $(cat /sys/module/af_hps/refcnt)"
 	return 1
 }
-
-# Installed like a distribution would (extra/ + depmod), the module loads on
-# the first socket(AF_HPS, ...) through its net-pf-22 alias.
-autoload() {
-	local kver
-	kver=$(uname -r)
-	idle_module && rmmod af_hps || return 1
-	mkdir -p "/lib/modules/$kver/extra" &&
-	cp af_hps.ko "/lib/modules/$kver/extra/" && depmod -a || return 1
-	lsmod | grep -q '^af_hps ' && return 1
-	python3 -c 'import socket; socket.socket(22, socket.SOCK_STREAM).close()' ||
-		return 1
-	lsmod | grep -q '^af_hps '
-}
-check "module autoloads on socket(AF_HPS)" autoload
 
 # rmmod with a socket open is refused, and the socket still works after.
 pinned() {

@@ -33,6 +33,7 @@ pkgs=(
 	openbsd-inetd iperf3 vsftpd lighttpd curl	# selftests/hps_apps2.sh
 	gnuplot-nox					# make bench plots
 	trinity						# selftests/hps_trinity.sh
+	dkms man-db groff-base				# make dkms, man pages
 )
 
 need_apt=0
