@@ -42,6 +42,8 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_REG_KMAP_FAILS] = "zcopy_kmap_fails",
 	[HPS_STAT_KA_PROBES]	= "keepalive_probes",
 	[HPS_STAT_PEER_TIMEOUTS] = "peer_timeouts",
+	[HPS_STAT_USER_TIMEOUTS] = "user_timeouts",
+	[HPS_STAT_CREDIT_STALLS] = "credit_stalls",
 };
 
 /**
