@@ -391,6 +391,10 @@ static int __init hps_init(void)
 		       PF_HPS, err);
 		goto out_unreg_proto;
 	}
+	/* Not fatal: the sockets work without it, hps-ss does not. */
+	if (hps_diag_register())
+		pr_warn("no sock_diag for family %d: another module has it\n",
+			PF_HPS);
 	return 0;
 
 out_unreg_proto:
@@ -406,6 +410,7 @@ out_sysctl:
 
 static void __exit hps_exit(void)
 {
+	hps_diag_unregister();
 	sock_unregister(PF_HPS);	/* first: no new sockets */
 	proto_unregister(&hps_proto);
 	hps_ib_unregister();		/* every connection is gone by now */

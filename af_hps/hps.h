@@ -14,6 +14,9 @@
  *                                    everything the CQ handlers touch
  *       -> hps_dev.lock (spin, BH)   CQ entry reservations
  *
+ *   hps_net.socks_lock (spin, BH)    a namespace's socket list; nothing
+ *                                    else is taken under it
+ *
  *   hps_dev_mutex                    the device list (never taken under
  *                                    hps_sock.lock)
  *   hps_connd.lock (spin, IRQ)       the connection thread's event lists
@@ -265,6 +268,8 @@ enum {
  * struct hps_sock - an AF_HPS socket and its connection
  * @sk: the generic socket; must stay first (sk_alloc() sizes by proto)
  * @net_node: entry in its namespace's socket list (hps_net.socks)
+ * @diag_id: number of the socket in that list: later sockets have higher
+ *	     ones, and the list is in descending order (hps_diag.c)
  * @flags: HPS_F_* bits
  * @cm_id: rdma_cm id (listener or connection); socket lock, destroyed by
  *	   connd for connections and by release for listeners
@@ -378,6 +383,7 @@ enum {
 struct hps_sock {
 	struct sock		sk;
 	struct hlist_node	net_node;
+	u64			diag_id;
 	unsigned long		flags;
 	struct rdma_cm_id	*cm_id;
 	struct ib_qp		*qp;
@@ -750,7 +756,9 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  * struct hps_net - a network namespace's AF_HPS state
  * @hdr: its sysctl table
  * @socks_lock: protects @socks (BH: sockets may be freed from softirq)
- * @socks: every AF_HPS socket of the namespace (hps_sock.net_node)
+ * @socks: every AF_HPS socket of the namespace (hps_sock.net_node), the
+ *	   newest first
+ * @next_id: the next socket's hps_sock.diag_id (@socks_lock)
  * @reg: its registration cache
  * @stats: its event counters (per CPU; hps_stats.c)
  *
@@ -760,6 +768,7 @@ struct hps_net {
 	struct ctl_table_header	*hdr;
 	spinlock_t		socks_lock;	/* see above */
 	struct hlist_head	socks;
+	u64			next_id;
 	unsigned int		credits;
 	unsigned int		buf_size;
 	unsigned int		ack_thresh;
@@ -784,6 +793,10 @@ static inline struct hps_net *hps_reg_cache_net(struct hps_reg_cache *c)
 int hps_sysctl_register(void);
 void hps_sysctl_unregister(void);
 struct hps_net *hps_net(const struct net *net);
+
+/* hps_diag.c */
+int hps_diag_register(void);
+void hps_diag_unregister(void);
 
 /* hps_stats.c */
 enum hps_stat {
