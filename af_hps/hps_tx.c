@@ -356,15 +356,32 @@ static bool hps_tx_waiting(struct hps_sock *hs)
  *
  * Called before a change that can make hps_tx_waiting() true (a writer
  * commits bytes, a buffer is posted, a zero-copy send starts): a wait
- * that begins now is measured from now, not from the last progress.
+ * that begins now is measured from now, not from the last progress. With
+ * TCP_USER_TIMEOUT set, the timer is brought forward to the end of that
+ * wait if it would run later (it looks again only every timeout while
+ * nothing waits). The timer re-arms only while the connection is up (see
+ * hps_teardown()).
  *
  * Context: hs->lock held.
  */
 void hps_tx_wait_begins(struct hps_sock *hs)
 {
+	unsigned long due;
+	u32 ut;
+
 	lockdep_assert_held(&hs->lock);
-	if (!hps_tx_waiting(hs))
-		hs->tx_stamp = jiffies;
+	if (hps_tx_waiting(hs))
+		return;
+	hs->tx_stamp = jiffies;
+	ut = READ_ONCE(hs->user_timeout);
+	if (!ut || !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    !test_bit(HPS_F_WAS_CONN, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags))
+		return;
+	due = hs->tx_stamp + msecs_to_jiffies(ut);
+	if (!timer_pending(&hs->ka_timer) ||
+	    time_after(hs->ka_timer.expires, due))
+		sk_reset_timer(&hs->sk, &hs->ka_timer, due);
 }
 
 /**
