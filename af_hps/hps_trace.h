@@ -42,16 +42,26 @@
 
 /*
  * The socket, the first fields of every event: skaddr, src and dst, filled
- * by hps_tp_sock() and printed with HPS_TP_SOCK_FMT.
+ * by hps_tp_sock() and printed with HPS_TP_SOCK_FMT. An end without an
+ * address yet is shown as 0.0.0.0:0 (%pIS would print "(einval)").
  */
 #ifndef _HPS_TRACE_ONCE
 #define _HPS_TRACE_ONCE
+static inline void hps_tp_addr(u8 *to, const struct sockaddr_storage *ss)
+{
+	static const sa_family_t inet = AF_INET;
+
+	memcpy(to, ss, sizeof(struct sockaddr_in6));
+	if (!ss->ss_family)
+		memcpy(to, &inet, sizeof(inet));
+}
+
 static inline void hps_tp_sock(const void **skaddr, u8 *src, u8 *dst,
 			       const struct hps_sock *hs)
 {
 	*skaddr = hs;
-	memcpy(src, &hs->local, sizeof(struct sockaddr_in6));
-	memcpy(dst, &hs->peer, sizeof(struct sockaddr_in6));
+	hps_tp_addr(src, &hs->local);
+	hps_tp_addr(dst, &hs->peer);
 }
 #endif
 
