@@ -491,7 +491,12 @@ void hps_tx_keepalive(struct timer_list *t)
 		}
 		next = hs->tx_stamp + ut;
 	} else if (ut) {
-		next = now + ut;	/* nothing waits: look again */
+		/*
+		 * Nothing waits: a wait that begins brings the timer forward
+		 * (hps_tx_wait_begins()); look again now and then all the
+		 * same, at most once a second.
+		 */
+		next = now + max_t(unsigned long, ut, HZ);
 	}
 	if (hs->ka_on) {
 		idle = msecs_to_jiffies(hps_ka_idle_ms(hs));
