@@ -245,6 +245,7 @@ enum {
 	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */
 	HPS_F_ZC_TX_REPLY,	/* ... which came (zc_tx_consumed) */
 	HPS_F_ZC_TX_INV,	/* the sender's MR was invalidated */
+	HPS_F_ZC_TX_REG,	/* ... was registered (REG_MR completed) */
 	HPS_F_ZC_CANCEL_OWED,	/* send CANCEL */
 	HPS_F_ZC_DONE_OWED,	/* send RDMA_DONE */
 	HPS_F_ZC_SENDSM_OWED,	/* send SENDSM(zc_rx_sendsm) */
@@ -360,7 +361,7 @@ enum {
  *	   lock, deregistered after the QP is drained
  * @zc_port: port of the connection, for rdma_rw
  * @zc_rd_pages: most pages one RDMA Read context may cover
- * @zc_reg_cqe: REG_MR and LOCAL_INV completions (hps_zc_reg_done())
+ * @zc_reg_cqe: REG_MR completion (hps_zc_reg_done())
  * @zc_inv_cqe: LOCAL_INV completion (hps_zc_inv_done())
  * @zc_rd_cqe: RDMA Read completion (hps_zc_read_done())
  * @zc_rw: RDMA Read context of the reader
@@ -660,6 +661,7 @@ void hps_zc_rx_reap(struct hps_sock *hs);
 void hps_zc_tx_reap(struct hps_sock *hs);
 void hps_zc_rd_timeout(struct timer_list *t);
 int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len);
+void hps_zc_sq_done(struct hps_sock *hs);
 void hps_zc_push(struct hps_sock *hs);
 void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr);
 void hps_zc_teardown(struct hps_sock *hs);

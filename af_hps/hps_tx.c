@@ -743,6 +743,7 @@ void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc)
 	WRITE_ONCE(hs->rx_stamp, jiffies);
 	spin_unlock(&hs->lock);
 	clear_bit(HPS_F_KA_OUT, &hs->flags);
+	hps_zc_sq_done(hs);
 }
 
 /**
@@ -774,6 +775,7 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
 	sk->sk_write_space(sk);
+	hps_zc_sq_done(hs);
 }
 
 /**
@@ -799,6 +801,7 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 		fin = hps_tx_fin_step(hs, HPS_F_FIN_CQE);
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
+	hps_zc_sq_done(hs);
 	if (fin)
 		hps_tx_fin_done(hs);
 }

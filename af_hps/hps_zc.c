@@ -7,7 +7,11 @@
  * A blocking send of at least zc_thresh bytes from user memory pins the
  * pages, registers them with fast registration (IB_WR_REG_MR, remote read
  * only, a fresh key each time) and advertises them in a SRCAVAIL message,
- * which takes the place of those bytes in the stream. The receiver pulls
+ * which takes the place of those bytes in the stream. The REG_MR is posted
+ * on an idle send queue and the SRCAVAIL only once it has completed: rxe
+ * as in Debian's 6.1 executes a REG_MR again when a retransmission rewinds
+ * its send queue over it before it was completed, finds the MR registered
+ * and stops the QP without an error completion (Documentation/zcopy.rst). The receiver pulls
  * them with RDMA Read (rdma_rw) straight into the pinned pages of a large
  * enough blocking read, in as many pieces as the reads ask for, and answers
  * RDMA_DONE once all were read. A read that cannot take them that way
@@ -142,6 +146,52 @@ static bool hps_zc_tx_revoked(struct hps_sock *hs)
 	return test_bit(HPS_F_ZC_TX_INV, &hs->flags) || !hs->zc_mr;
 }
 
+/*
+ * Nothing of ours is in the send queue: every send, RDMA Read and probe
+ * posted has completed (each is signaled, and completes in order).
+ * Context: hs->lock held.
+ */
+static bool __hps_zc_sq_idle(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_done == hs->tx_posted && hs->ctrl_done == hs->ctrl_head &&
+	       !test_bit(HPS_F_ZC_READING, &hs->flags) &&
+	       !test_bit(HPS_F_KA_OUT, &hs->flags);
+}
+
+static bool hps_zc_sq_idle(struct hps_sock *hs)
+{
+	bool idle;
+
+	spin_lock_bh(&hs->lock);
+	idle = __hps_zc_sq_idle(hs) ||
+	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	       test_bit(HPS_F_ABORTED, &hs->flags);
+	spin_unlock_bh(&hs->lock);
+	return idle;
+}
+
+/**
+ * hps_zc_sq_done() - one of our sends, probes or RDMA Reads completed
+ * @hs: the connection
+ *
+ * A zero-copy writer may be waiting for an idle send queue.
+ *
+ * Context: softirq.
+ */
+void hps_zc_sq_done(struct hps_sock *hs)
+{
+	if (test_bit(HPS_F_ZC_TX_OWNED, &hs->flags))
+		hps_zc_wake(&hs->sk);
+}
+
+static bool hps_zc_tx_registered(struct hps_sock *hs)
+{
+	return test_bit(HPS_F_ZC_TX_REG, &hs->flags) ||
+	       !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	       test_bit(HPS_F_ABORTED, &hs->flags);
+}
+
 static bool hps_zc_rd_over(struct hps_sock *hs)
 {
 	return !test_bit(HPS_F_ZC_READING, &hs->flags);
@@ -207,11 +257,19 @@ void hps_zc_teardown(struct hps_sock *hs)
 	hps_zc_wake(&hs->sk);
 }
 
-/* Sender: the REG_MR (unsignaled) or LOCAL_INV failed. Context: softirq. */
+/*
+ * Sender: the REG_MR completed, or the REG_MR or LOCAL_INV failed.
+ * Context: softirq.
+ */
 static void hps_zc_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct hps_sock *hs = wc->qp->qp_context;
 
+	if (wc->status == IB_WC_SUCCESS) {
+		set_bit(HPS_F_ZC_TX_REG, &hs->flags);
+		hps_zc_wake(&hs->sk);
+		return;
+	}
 	if (wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_warn_ratelimited("memory registration failed: %s (%d)\n",
 				    ib_wc_status_msg(wc->status), wc->status);
@@ -373,16 +431,47 @@ static int hps_zc_tx_wait(struct hps_sock *hs, long *timeo)
 	return err;
 }
 
-/* Post REG_MR and SRCAVAIL. Context: hs->lock held. */
-static int hps_zc_post(struct hps_sock *hs, struct ib_reg_wr *reg,
-		       const struct hps_srcavail *sa)
+/*
+ * Post the REG_MR, signaled, once the send queue is idle; the SRCAVAIL
+ * waits for its completion. Context: hs->lock held.
+ * Return: 0; -EAGAIN if the send queue is not idle yet (what was written
+ * before was pushed); -EPIPE if the connection is going.
+ */
+static int hps_zc_reg_post(struct hps_sock *hs, struct ib_reg_wr *reg)
 {
 	int err;
 
 	lockdep_assert_held(&hs->lock);
 	sock_owned_by_me(&hs->sk);
+	/* Another thread may have shut the socket down meanwhile. */
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags) ||
+	    hs->sk.sk_shutdown & SEND_SHUTDOWN)
+		return -EPIPE;
+	/* A partly filled buffer goes first: its bytes come first. */
+	hps_tx_close_open(hs);
+	hps_tx_push(hs);
+	if (!__hps_zc_sq_idle(hs))
+		return -EAGAIN;
+	clear_bit(HPS_F_ZC_TX_REG, &hs->flags);
+	err = ib_post_send(hs->qp, &reg->wr, NULL);
+	if (err) {
+		pr_warn_ratelimited("posting a registration failed: %d\n", err);
+		hps_conn_error(hs, ECONNRESET);
+		return -EPIPE;
+	}
+	clear_bit(HPS_F_ZC_TX_INV, &hs->flags);
+	return 0;
+}
+
+/* Post the SRCAVAIL. Context: hs->lock held. */
+static int hps_zc_post(struct hps_sock *hs, const struct hps_srcavail *sa)
+{
+	lockdep_assert_held(&hs->lock);
+	sock_owned_by_me(&hs->sk);
 	/* Another thread may have shut the socket down while we waited. */
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags) ||
 	    hs->sk.sk_shutdown & SEND_SHUTDOWN)
 		return -EPIPE;
 	/* A partly filled buffer goes first: its bytes come first. */
@@ -391,14 +480,7 @@ static int hps_zc_post(struct hps_sock *hs, struct ib_reg_wr *reg,
 	if (!hps_tx_flushed(hs) || hs->tx_credits < 2 ||
 	    hs->ctrl_head - hs->ctrl_done >= HPS_NCTRL)
 		return -EAGAIN;
-	err = ib_post_send(hs->qp, &reg->wr, NULL);
-	if (err) {
-		pr_warn_ratelimited("posting a registration failed: %d\n", err);
-		hps_conn_error(hs, ECONNRESET);
-		return -EPIPE;
-	}
 	clear_bit(HPS_F_ZC_TX_REPLY, &hs->flags);
-	clear_bit(HPS_F_ZC_TX_INV, &hs->flags);
 	clear_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags);
 	hs->zc_tx_len = be32_to_cpu(sa->len);
 	hs->zc_tx_consumed = 0;
@@ -478,6 +560,22 @@ static void hps_zc_tx_orphan(struct hps_sock *hs, struct sg_table *sgt,
 	hs->zc_tx_reg = r;
 	hs->zc_tx_dev = dev;
 	set_bit(HPS_F_ZC_TX_ORPHAN, &hs->flags);
+}
+
+/*
+ * The registration or the invalidation did not complete in time, or the
+ * writer was killed waiting for it: abort the connection and leave the
+ * pages to connd (hps_zc_tx_orphan()). Context: socket lock held.
+ */
+static ssize_t hps_zc_tx_stuck(struct hps_sock *hs, int err,
+			       struct sg_table *sgt, struct hps_reg *r,
+			       struct hps_dev *dev)
+{
+	if (err == -ETIMEDOUT)
+		pr_warn_ratelimited("no completion of a registration or invalidation: reset\n");
+	hps_abort(hs, err == -EINTR ? ECONNABORTED : ETIMEDOUT, true);
+	hps_zc_tx_orphan(hs, sgt, r, dev);
+	return -EPIPE;
 }
 
 /**
@@ -657,6 +755,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	reg.wr.opcode = IB_WR_REG_MR;
 	reg.wr.wr_cqe = &hs->zc_reg_cqe;
+	reg.wr.send_flags = IB_SEND_SIGNALED;
 	reg.mr = mr;
 	reg.key = mr->rkey;
 	reg.access = IB_ACCESS_REMOTE_READ;
@@ -673,31 +772,62 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	}
 	for (;;) {
 		spin_lock_bh(&hs->lock);
-		err = hps_zc_post(hs, &reg, &sa);
+		err = hps_zc_reg_post(hs, &reg);
 		spin_unlock_bh(&hs->lock);
 		if (err != -EAGAIN)
 			break;
-		err = hps_zc_tx_wait(hs, timeo);
+		/* Every completion comes within the transport's retries. */
+		err = hps_zc_wait_grace(hs, hps_zc_sq_idle,
+					jiffies + HPS_ZC_REPLY_TIMEOUT);
+		if (err == -ETIMEDOUT) {
+			hps_abort(hs, ETIMEDOUT, true);
+			err = -EPIPE;
+		}
 		if (err)
 			break;
 	}
 	if (err) {
-		/* Nothing was advertised: the key was never given out. */
+		/* Not posted: nothing was registered. */
 		ret = err;
 		goto out_unmap;
 	}
-	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_TX);
-
-	hps_zc_tx_await(hs, timeo);
+	/*
+	 * The registration completes behind every send before it, which the
+	 * peer can hold up (as the LOCAL_INV below): bounded and killable.
+	 */
+	err = hps_zc_wait_grace(hs, hps_zc_tx_registered,
+				jiffies + HPS_ZC_REPLY_TIMEOUT);
+	if (err)
+		return hps_zc_tx_stuck(hs, err, &sgt, r, dev);
+	ret = -EPIPE;
+	if (test_bit(HPS_F_ZC_TX_REG, &hs->flags)) {
+		for (;;) {
+			spin_lock_bh(&hs->lock);
+			err = hps_zc_post(hs, &sa);
+			spin_unlock_bh(&hs->lock);
+			if (err != -EAGAIN)
+				break;
+			err = hps_zc_tx_wait(hs, timeo);
+			if (err)
+				break;
+		}
+		/* Not advertised: the key was never given out. */
+		ret = err;
+		if (!err) {
+			hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_TX);
+			hps_zc_tx_await(hs, timeo);
+		}
+	}
 
 	/*
-	 * Revoke the key before the pages go back. HPS_F_ZC_TX stays set
-	 * until then: the MR is not registered again while its LOCAL_INV is
-	 * in flight. A teardown (the connection went down, or was aborted
-	 * above) deregisters the MR instead, after the QP's drain.
+	 * Revoke the key before the pages go back. HPS_F_ZC_TX_OWNED stays
+	 * set until then: the MR is not registered again while its
+	 * LOCAL_INV is in flight. A teardown (the connection went down, or
+	 * was aborted above) deregisters the MR instead, after the QP's
+	 * drain.
 	 */
 	spin_lock_bh(&hs->lock);
-	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags) &&
+	if ((ret || test_bit(HPS_F_ZC_TX_REPLY, &hs->flags)) &&
 	    test_bit(HPS_F_CONN_UP, &hs->flags) &&
 	    !test_bit(HPS_F_ABORTED, &hs->flags)) {
 		struct ib_send_wr inv = {
@@ -713,7 +843,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 					    err);
 			hps_conn_error(hs, ECONNRESET);
 		}
-	} else if (!test_bit(HPS_F_ZC_TX_REPLY, &hs->flags)) {
+	} else if (!ret && !test_bit(HPS_F_ZC_TX_REPLY, &hs->flags)) {
 		pr_debug("zero-copy send ended without an answer\n");
 		hps_conn_error(hs, ECONNRESET);
 	}
@@ -727,14 +857,11 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	 */
 	err = hps_zc_wait_grace(hs, hps_zc_tx_revoked,
 				jiffies + HPS_ZC_REPLY_TIMEOUT);
-	if (err) {
-		if (err == -ETIMEDOUT)
-			pr_warn_ratelimited("no completion of an invalidation: reset\n");
-		hps_abort(hs, err == -EINTR ? ECONNABORTED : ETIMEDOUT, true);
-		hps_zc_tx_orphan(hs, &sgt, r, dev);
-		return -EPIPE;
-	}
+	if (err)
+		return hps_zc_tx_stuck(hs, err, &sgt, r, dev);
 	clear_bit(HPS_F_ZC_TX, &hs->flags);
+	if (ret)
+		goto out_unmap;
 
 	/* Answered: the peer has the bytes it read, key revoked or MR gone. */
 	if (test_bit(HPS_F_ZC_TX_REPLY, &hs->flags)) {

@@ -41,7 +41,11 @@ made_link='' made_devfd=''
 pass=0 fail=0 n=0
 ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $1"; }
 not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $1"; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+check() {
+	local name=$1 t0=$SECONDS; shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+	say "($((SECONDS - t0)) s)"
+}
 say() { echo "# $*"; }
 
 cleanup() {

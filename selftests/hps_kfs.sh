@@ -24,10 +24,10 @@ get=$top/tools/kfs/kfs-get
 hangfs=$top/tools/kfs/kfs-hangfs
 pass=0 fail=0 n=0
 check() {
-	local name=$1; shift
+	local name=$1 t0=$SECONDS; shift
 	n=$((n + 1))
-	if "$@"; then pass=$((pass + 1)); echo "ok $n $name"
-	else fail=$((fail + 1)); echo "not ok $n $name"; fi
+	if "$@"; then pass=$((pass + 1)); echo "ok $n $name # $((SECONDS - t0)) s"
+	else fail=$((fail + 1)); echo "not ok $n $name # $((SECONDS - t0)) s"; fi
 }
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 same() {
