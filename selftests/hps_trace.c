@@ -85,16 +85,25 @@ static int connect_port(int port)
 
 TEST_F(tr, states_connect_and_accept_outcomes)
 {
-	int c = connect_port(self->lport), a;
+	int c = connect_port(self->lport), a, i;
 	char dst[64];
 
 	ASSERT_GE(c, 0);
 	a = accept(self->l, NULL, NULL);
 	ASSERT_GE(a, 0);
-	/* half-closed first: c in FIN_WAIT2, a in CLOSE_WAIT */
+	/* half-closed first: c in FIN_WAIT2 (waited for), a in CLOSE_WAIT */
 	ASSERT_EQ(0, shutdown(c, SHUT_WR));
 	ASSERT_EQ(0, recv(a, dst, sizeof(dst), 0));
-	usleep(200000);
+	for (i = 0; i < 100; i++) {
+		struct hps_info info;
+		socklen_t il = sizeof(info);
+
+		ASSERT_EQ(0, getsockopt(c, SOL_HPS, HPS_INFO, &info, &il));
+		if (info.hpsi_state == TCP_FIN_WAIT2)
+			break;
+		usleep(50000);
+	}
+	EXPECT_LT(i, 100) TH_LOG("not in FIN_WAIT2 after 5 s");
 	close(c);
 	close(a);
 	usleep(300000);
