@@ -55,12 +55,13 @@ KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
 	dkms dkms-remove \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
 
-# What make install installs: the module, hps_run's library, hps-bench.
+# What make install installs: the module, hps_run's library, hps-bench,
+# hps-ss.
 all: modules progs
 
 help:
 	@echo 'make            build af_hps.ko for $(or $(KREL),the running kernel),'
-	@echo '                libhps-preload.so and hps-bench (KVER=RELEASE or KDIR=DIR:'
+	@echo '                libhps-preload.so, hps-bench and hps-ss (KVER=RELEASE or KDIR=DIR:'
 	@echo '                af_hps.ko for another kernel)'
 	@echo 'make install    install them, the uapi header, hps_run and the man pages (as'
 	@echo '                root; DESTDIR=DIR stages them under DIR; PREFIX=$(PREFIX))'
@@ -108,7 +109,7 @@ modules: kdir
 # The user-space programs make install installs (make tools builds them all).
 progs:
 	$(MAKE) -C $(TOP)/tools/preload
-	$(MAKE) -C $(TOP)/tools bench/hps-bench
+	$(MAKE) -C $(TOP)/tools bench/hps-bench hps-ss
 
 # The module as the test VM needs it: built against the VM kernel's headers,
 # with the selftests' fault injection (af_hps/hps_inject.c) compiled in.

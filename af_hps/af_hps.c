@@ -23,9 +23,20 @@
 
 #include "hps.h"
 
+/*
+ * proto.keepalive: SO_KEEPALIVE (sk_setsockopt(), sock_set_keepalive()),
+ * which set SOCK_KEEPOPEN after this. Context: process, socket lock held.
+ */
 static void hps_keepalive(struct sock *sk, int valbool)
 {
-	/* RC transport retries detect dead peers; nothing to arm. */
+	struct hps_sock *hs = hps_sk(sk);
+
+	sock_owned_by_me(sk);
+	spin_lock_bh(&hs->lock);
+	WRITE_ONCE(hs->ka_user, true);
+	WRITE_ONCE(hs->ka_on, !!valbool);
+	spin_unlock_bh(&hs->lock);
+	hps_tx_ka_config(hs);
 }
 
 struct proto hps_proto = {
@@ -123,6 +134,85 @@ static int hps_opt_bit(int level, int optname)
 	return -1;
 }
 
+/* The keepalive options at SOL_TCP. */
+static bool hps_ka_opt(int optname)
+{
+	return optname == TCP_KEEPIDLE || optname == TCP_KEEPINTVL ||
+	       optname == TCP_KEEPCNT || optname == TCP_USER_TIMEOUT;
+}
+
+/*
+ * TCP_KEEPIDLE, TCP_KEEPINTVL (seconds), TCP_KEEPCNT and TCP_USER_TIMEOUT
+ * (milliseconds), with the errnos of TCP's do_tcp_setsockopt(). Before or
+ * after connect(); on a connection that is up, the keepalive timer runs at
+ * once with the new values. Context: process; takes the socket lock.
+ */
+static int hps_set_ka_opt(struct hps_sock *hs, int optname,
+			  sockptr_t optval, unsigned int optlen)
+{
+	struct sock *sk = &hs->sk;
+	int val;
+
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	if (copy_from_sockptr(&val, optval, sizeof(val)))
+		return -EFAULT;
+	switch (optname) {
+	case TCP_KEEPIDLE:
+		if (val < 1 || val > HPS_KA_IDLE_MAX_S)
+			return -EINVAL;
+		break;
+	case TCP_KEEPINTVL:
+		if (val < 1 || val > HPS_KA_INTVL_MAX_S)
+			return -EINVAL;
+		break;
+	case TCP_KEEPCNT:
+		if (val < 1 || val > HPS_KA_CNT_MAX)
+			return -EINVAL;
+		break;
+	default:	/* TCP_USER_TIMEOUT */
+		if (val < 0)
+			return -EINVAL;
+		break;
+	}
+
+	lock_sock(sk);
+	spin_lock_bh(&hs->lock);
+	switch (optname) {
+	case TCP_KEEPIDLE:
+		WRITE_ONCE(hs->ka_idle, val * MSEC_PER_SEC);
+		break;
+	case TCP_KEEPINTVL:
+		WRITE_ONCE(hs->ka_intvl, val * MSEC_PER_SEC);
+		break;
+	case TCP_KEEPCNT:
+		WRITE_ONCE(hs->ka_cnt, val);
+		break;
+	default:
+		WRITE_ONCE(hs->user_timeout, val);
+		break;
+	}
+	spin_unlock_bh(&hs->lock);
+	hps_tx_ka_config(hs);
+	release_sock(sk);
+	return 0;
+}
+
+/* What getsockopt() returns for a keepalive option, as TCP. */
+static int hps_get_ka_opt(struct hps_sock *hs, int optname)
+{
+	switch (optname) {
+	case TCP_KEEPIDLE:
+		return DIV_ROUND_UP(hps_ka_idle_ms(hs), MSEC_PER_SEC);
+	case TCP_KEEPINTVL:
+		return DIV_ROUND_UP(hps_ka_intvl_ms(hs), MSEC_PER_SEC);
+	case TCP_KEEPCNT:
+		return hps_ka_cnt(hs);
+	default:
+		return READ_ONCE(hs->user_timeout);
+	}
+}
+
 /* proto_ops.setsockopt for SOL_HPS and SOL_TCP. Context: process. */
 static int hps_setsockopt(struct socket *sock, int level, int optname,
 			  sockptr_t optval, unsigned int optlen)
@@ -144,6 +234,8 @@ static int hps_setsockopt(struct socket *sock, int level, int optname,
 		release_sock(sk);
 		return 0;
 	}
+	if (level == SOL_TCP && hps_ka_opt(optname))
+		return hps_set_ka_opt(hs, optname, optval, optlen);
 	if (level == SOL_HPS && optname == HPS_INJECT_QP_EVENT) {
 		lock_sock(sk);
 		val = hps_inject_qp_event(hs);
@@ -210,11 +302,14 @@ static int hps_getsockopt(struct socket *sock, int level, int optname,
 		return 0;
 	}
 	bit = hps_opt_bit(level, optname);
-	if (bit < 0 && !(level == SOL_HPS && optname == HPS_ZCOPY_THRESH))
+	if (bit < 0 && !(level == SOL_HPS && optname == HPS_ZCOPY_THRESH) &&
+	    !(level == SOL_TCP && hps_ka_opt(optname)))
 		return -ENOPROTOOPT;
 	if (len < sizeof(int))
 		return -EINVAL;
-	if (bit < 0)
+	if (level == SOL_TCP && hps_ka_opt(optname))
+		val = hps_get_ka_opt(hs, optname);
+	else if (bit < 0)
 		val = READ_ONCE(hs->zc_thresh);
 	else
 		val = test_bit(bit, &hs->flags);
@@ -279,12 +374,9 @@ static int __init hps_init(void)
 	err = hps_sysctl_register();
 	if (err)
 		return err;
-	err = hps_stats_init();
-	if (err)
-		goto out_sysctl;
 	err = hps_connd_start();
 	if (err)
-		goto out_stats;
+		goto out_sysctl;
 	err = hps_ib_register();
 	if (err)
 		goto out_connd;
@@ -299,6 +391,10 @@ static int __init hps_init(void)
 		       PF_HPS, err);
 		goto out_unreg_proto;
 	}
+	/* Not fatal: the sockets work without it, hps-ss does not. */
+	if (hps_diag_register())
+		pr_warn("no sock_diag for family %d: another module has it\n",
+			PF_HPS);
 	return 0;
 
 out_unreg_proto:
@@ -307,8 +403,6 @@ out_ib:
 	hps_ib_unregister();
 out_connd:
 	hps_connd_stop();
-out_stats:
-	hps_stats_exit();
 out_sysctl:
 	hps_sysctl_unregister();
 	return err;
@@ -316,11 +410,11 @@ out_sysctl:
 
 static void __exit hps_exit(void)
 {
+	hps_diag_unregister();
 	sock_unregister(PF_HPS);	/* first: no new sockets */
 	proto_unregister(&hps_proto);
 	hps_ib_unregister();		/* every connection is gone by now */
 	hps_connd_stop();
-	hps_stats_exit();
 	hps_sysctl_unregister();
 }
 

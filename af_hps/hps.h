@@ -14,6 +14,9 @@
  *                                    everything the CQ handlers touch
  *       -> hps_dev.lock (spin, BH)   CQ entry reservations
  *
+ *   hps_net.socks_lock (spin, BH)    a namespace's socket list; nothing
+ *                                    else is taken under it
+ *
  *   hps_dev_mutex                    the device list (never taken under
  *                                    hps_sock.lock)
  *   hps_connd.lock (spin, IRQ)       the connection thread's event lists
@@ -156,6 +159,10 @@ struct hps_hdr {
 #define HPS_KA_MAX_MS		3600000
 #define HPS_KA_PROBES_DEFAULT	9	/* keepalive_probes, as TCP's */
 #define HPS_KA_PROBES_MAX	127
+/* the per-socket options' bounds are TCP's (include/net/tcp.h) */
+#define HPS_KA_IDLE_MAX_S	32767	/* TCP_KEEPIDLE, MAX_TCP_KEEPIDLE */
+#define HPS_KA_INTVL_MAX_S	32767	/* TCP_KEEPINTVL, MAX_TCP_KEEPINTVL */
+#define HPS_KA_CNT_MAX		127	/* TCP_KEEPCNT, MAX_TCP_KEEPCNT */
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -263,6 +270,8 @@ enum {
  * struct hps_sock - an AF_HPS socket and its connection
  * @sk: the generic socket; must stay first (sk_alloc() sizes by proto)
  * @net_node: entry in its namespace's socket list (hps_net.socks)
+ * @diag_id: number of the socket in that list: later sockets have higher
+ *	     ones, and the list is in descending order (hps_diag.c)
  * @flags: HPS_F_* bits
  * @cm_id: rdma_cm id (listener or connection); socket lock, destroyed by
  *	   connd for connections and by release for listeners
@@ -291,10 +300,19 @@ enum {
  * @ka_timer: keepalive (see hps_tx_keepalive()); holds a socket reference
  *	      while pending
  * @ka_cqe: completion of the keepalive probe (hps_tx_ka_done())
- * @ka_intv: keepalive_ms of the connection, in jiffies (0: off); set
- *	     before the connection is up, constant after
- * @ka_limit: silence after which the keepalive gives up, in jiffies:
- *	      @ka_intv times (1 + keepalive_probes); set with @ka_intv
+ * @ka_on: keepalive on (SO_KEEPALIVE; see hps_tx_keepalive())
+ * @ka_user: the application set SO_KEEPALIVE (else @ka_on follows
+ *	     net.hps.keepalive_ms at connection setup)
+ * @ka_idle: TCP_KEEPIDLE in ms, 0: not set (the sysctl's, @ka_sys_ms)
+ * @ka_intvl: TCP_KEEPINTVL in ms, 0: not set (@ka_sys_ms)
+ * @ka_cnt: TCP_KEEPCNT, 0: not set (@ka_sys_cnt)
+ * @ka_sys_ms: net.hps.keepalive_ms as of connection setup (0 before)
+ * @ka_sys_cnt: net.hps.keepalive_probes as of connection setup
+ * @user_timeout: TCP_USER_TIMEOUT in ms, 0: none
+ *
+ * The ka_ fields and @user_timeout are written under the socket lock and
+ * @lock (WRITE_ONCE()), read by the timer under @lock and by getsockopt()
+ * with READ_ONCE().
  * @qp_err: the QP a fatal QP event came for (HPS_W_QP_ERROR)
  * @rx_stamp: jiffies of the last sign of life from the peer, a message
  *	      received or a probe it acknowledged (WRITE_ONCE() under
@@ -327,6 +345,16 @@ enum {
  * @inline_max: largest message sent inline
  * @tx_bytes: payload bytes sent
  * @rx_bytes: payload bytes received
+ * @tx_stamp: jiffies of the last progress of the sending side (a send
+ *	      completed, credits or a zero-copy answer came) or of the last
+ *	      moment it was seen not waiting (hps_tx_waiting()): what
+ *	      TCP_USER_TIMEOUT is measured from
+ * @ka_probes: keepalive probes sent
+ * @tx_stalled: data waits for credits (hps_tx_stall_update())
+ * @tx_stall_start: ktime_get_ns() when that stall began
+ * @tx_stalls: credit stalls so far
+ * @tx_msgs: messages posted (data and control)
+ * @rx_msgs: messages received
  * @zc_thresh: sends of at least this many bytes go zero copy (0: never);
  *	       socket lock
  * @zc_cap: the QP was set up for zero copy (@zc_thresh was not 0 then)
@@ -358,6 +386,7 @@ enum {
 struct hps_sock {
 	struct sock		sk;
 	struct hlist_node	net_node;
+	u64			diag_id;
 	unsigned long		flags;
 	struct rdma_cm_id	*cm_id;
 	struct ib_qp		*qp;
@@ -377,8 +406,14 @@ struct hps_sock {
 	struct timer_list	nudge_timer;
 	struct timer_list	ka_timer;
 	struct ib_cqe		ka_cqe;
-	unsigned long		ka_intv;
-	unsigned long		ka_limit;
+	bool			ka_on;
+	bool			ka_user;
+	u32			ka_idle;
+	u32			ka_intvl;
+	u32			ka_cnt;
+	u32			ka_sys_ms;
+	u32			ka_sys_cnt;
+	u32			user_timeout;
 	struct ib_qp		*qp_err;
 	unsigned long		rx_stamp;
 
@@ -410,6 +445,13 @@ struct hps_sock {
 	u32			inline_max;
 	u64			tx_bytes;
 	u64			rx_bytes;
+	unsigned long		tx_stamp;
+	u32			ka_probes;
+	bool			tx_stalled;
+	u64			tx_stall_start;
+	u32			tx_stalls;
+	u64			tx_msgs;
+	u64			rx_msgs;
 
 	u32			zc_thresh;
 	bool			zc_cap;
@@ -458,6 +500,55 @@ static inline bool hps_test(const struct hps_sock *hs, int bit)
 {
 	return test_bit(bit, &hs->flags);
 }
+
+/* ---- what the tracepoints report (hps_trace.h) ---- */
+
+/* hps_conn_connect, hps_conn_accept: no rdma_cm event (AF_HPS's own step) */
+#define HPS_TP_NO_EVENT		(-1)
+
+/* hps_conn_accept: what became of a connection request */
+enum hps_accept_outcome {
+	HPS_ACC_ACCEPTED,	/* a new socket answered it (rdma_accept()) */
+	HPS_ACC_ESTABLISHED,	/* ... and is up, in the accept queue */
+	HPS_ACC_BACKLOG,	/* refused: backlog full or listener closing */
+	HPS_ACC_BAD_HELLO,	/* refused: the hello broke the protocol */
+	HPS_ACC_SETUP,		/* refused: no memory or device resources */
+	HPS_ACC_FAILED,		/* the new socket failed before it was up */
+};
+
+/* hps_conn_abort: why a connection was reset */
+enum hps_abort_why {
+	HPS_AB_ERROR,		/* a local error (see the caller) */
+	/* this end reset it: close with unread data, SO_LINGER 0, the
+	 * listener closed, a zero-copy transfer that could not finish
+	 */
+	HPS_AB_LOCAL,
+	HPS_AB_PROTO,		/* the peer broke the protocol */
+	HPS_AB_PEER,		/* the peer sent ABORT */
+	HPS_AB_PEER_GONE,	/* the peer disconnected without a FIN */
+	HPS_AB_TRANSPORT,	/* a work request failed (retries exhausted) */
+	HPS_AB_KEEPALIVE,	/* the peer was silent too long */
+	HPS_AB_USER_TIMEOUT,	/* TCP_USER_TIMEOUT */
+	HPS_AB_DEVICE,		/* the RDMA device went away */
+	HPS_AB_FIN_TIMEOUT,	/* our FIN was not taken in 60 s */
+};
+
+/* hps_zc_tx, hps_zc_rx, hps_zc_cancel: zero copy or copy, and why */
+enum hps_zc_why {
+	HPS_ZCW_ZCOPY,		/* zero copy */
+	HPS_ZCW_SMALL,		/* below HPS_ZCOPY_THRESH, or a read < 16 KiB */
+	HPS_ZCW_NONBLOCK,	/* a non-blocking call */
+	HPS_ZCW_KERNEL,		/* not user memory */
+	HPS_ZCW_NOT_SET_UP,	/* the connection was set up without it */
+	HPS_ZCW_NO_DEVICE,	/* the device cannot register memory remotely */
+	HPS_ZCW_NOT_CONNECTED,	/* no connection (up) */
+	HPS_ZCW_NO_MR,		/* no memory region could be made */
+	HPS_ZCW_NOT_PINNED,	/* pages not pinned (RLIMIT_MEMLOCK, fault) */
+	HPS_ZCW_PEEK,		/* MSG_PEEK */
+	HPS_ZCW_TIMEOUT,	/* cancel: the peer did not read in 500 ms */
+	HPS_ZCW_SIGNAL,		/* cancel: a signal */
+	HPS_ZCW_SNDTIMEO,	/* cancel: SO_SNDTIMEO ran out */
+};
 
 /* af_hps.c */
 extern struct proto hps_proto;
@@ -527,6 +618,11 @@ void hps_tx_nudge(struct timer_list *t);
 void hps_tx_keepalive(struct timer_list *t);
 void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_tx_ka_start(struct hps_sock *hs);
+void hps_tx_ka_config(struct hps_sock *hs);
+void hps_tx_wait_begins(struct hps_sock *hs);
+u32 hps_ka_idle_ms(struct hps_sock *hs);
+u32 hps_ka_intvl_ms(struct hps_sock *hs);
+u32 hps_ka_cnt(struct hps_sock *hs);
 void hps_tx_fin_done(struct hps_sock *hs);
 void hps_splice_eof(struct socket *sock);
 
@@ -561,6 +657,8 @@ void hps_zc_rest_done(struct hps_zc_rest *rest);
 int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len);
 bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			long timeo);
+int hps_zc_rx_why(struct hps_sock *hs, struct msghdr *msg, size_t len,
+		  long timeo);
 void hps_zc_rx_abandon(struct hps_sock *hs);
 void hps_zc_rx_reap(struct hps_sock *hs);
 void hps_zc_tx_reap(struct hps_sock *hs);
@@ -574,9 +672,25 @@ void hps_zc_teardown(struct hps_sock *hs);
 /* hps_close.c */
 int hps_shutdown(struct socket *sock, int how);
 int hps_release(struct socket *sock);
-void hps_abort(struct hps_sock *hs, int err, bool send_abort);
+void __hps_abort(struct hps_sock *hs, int err, bool send_abort,
+		 enum hps_abort_why why, unsigned long ip);
 void hps_teardown(struct hps_sock *hs, unsigned long work);
-void hps_conn_error(struct hps_sock *hs, int err);
+void __hps_conn_error(struct hps_sock *hs, int err, enum hps_abort_why why,
+		      unsigned long ip);
+
+/*
+ * Reset a connection: hps_conn_error() for an error, hps_abort() from
+ * this end (see hps_close.c). The _why forms say why, for the
+ * hps_conn_abort tracepoint; every form records where it was called.
+ */
+#define hps_conn_error(hs, err) \
+	__hps_conn_error(hs, err, HPS_AB_ERROR, _THIS_IP_)
+#define hps_conn_error_why(hs, err, why) \
+	__hps_conn_error(hs, err, why, _THIS_IP_)
+#define hps_abort(hs, err, send_abort) \
+	__hps_abort(hs, err, send_abort, HPS_AB_LOCAL, _THIS_IP_)
+#define hps_abort_why(hs, err, send_abort, why) \
+	__hps_abort(hs, err, send_abort, why, _THIS_IP_)
 struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err);
 void hps_child_established(struct hps_sock *hs);
 
@@ -647,8 +761,11 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  * struct hps_net - a network namespace's AF_HPS state
  * @hdr: its sysctl table
  * @socks_lock: protects @socks (BH: sockets may be freed from softirq)
- * @socks: every AF_HPS socket of the namespace (hps_sock.net_node)
+ * @socks: every AF_HPS socket of the namespace (hps_sock.net_node), the
+ *	   newest first
+ * @next_id: the next socket's hps_sock.diag_id (@socks_lock)
  * @reg: its registration cache
+ * @stats: its event counters (per CPU; hps_stats.c)
  *
  * The other fields are the sysctls (Documentation/sysctl.rst).
  */
@@ -656,6 +773,7 @@ struct hps_net {
 	struct ctl_table_header	*hdr;
 	spinlock_t		socks_lock;	/* see above */
 	struct hlist_head	socks;
+	u64			next_id;
 	unsigned int		credits;
 	unsigned int		buf_size;
 	unsigned int		ack_thresh;
@@ -668,11 +786,22 @@ struct hps_net {
 	unsigned int		keepalive_ms;
 	unsigned int		keepalive_probes;
 	struct hps_reg_cache	reg;
+	struct hps_stats __percpu *stats;
 };
+
+/* The namespace a registration cache belongs to. */
+static inline struct hps_net *hps_reg_cache_net(struct hps_reg_cache *c)
+{
+	return container_of(c, struct hps_net, reg);
+}
 
 int hps_sysctl_register(void);
 void hps_sysctl_unregister(void);
 struct hps_net *hps_net(const struct net *net);
+
+/* hps_diag.c */
+int hps_diag_register(void);
+void hps_diag_unregister(void);
 
 /* hps_stats.c */
 enum hps_stat {
@@ -700,13 +829,36 @@ enum hps_stat {
 	HPS_STAT_REG_KMAP_FAILS,
 	HPS_STAT_KA_PROBES,
 	HPS_STAT_PEER_TIMEOUTS,
+	HPS_STAT_USER_TIMEOUTS,
+	HPS_STAT_CREDIT_STALLS,
 	HPS_STAT_MAX,
 };
 
-void hps_stat_inc(enum hps_stat s);
-void hps_stat_add(enum hps_stat s, long n);
-int hps_stats_init(void);
-void hps_stats_exit(void);
+/**
+ * struct hps_stats - a namespace's counters on one CPU (hps_net.stats)
+ * @v: one value per enum hps_stat; a counter is the sum over the CPUs
+ */
+struct hps_stats {
+	long	v[HPS_STAT_MAX];
+};
+
+void hps_net_stat_add(struct hps_net *hn, enum hps_stat s, long n);
+void hps_stat_add(const struct net *net, enum hps_stat s, long n);
+long hps_stat_read(struct hps_net *hn, enum hps_stat s);
+const char *hps_stat_name(enum hps_stat s);
+int hps_stats_net_init(struct net *net, struct hps_net *hn);
+void hps_stats_net_exit(struct net *net, struct hps_net *hn);
+
+/* Count an event of @net (a socket's: sock_net()). Context: any. */
+static inline void hps_stat_inc(const struct net *net, enum hps_stat s)
+{
+	hps_stat_add(net, s, 1);
+}
+
+static inline void hps_net_stat_inc(struct hps_net *hn, enum hps_stat s)
+{
+	hps_net_stat_add(hn, s, 1);
+}
 
 /* hps_inject.c: widened race windows for the selftests (test builds only) */
 enum hps_inject_point {

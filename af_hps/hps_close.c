@@ -22,38 +22,47 @@
 #include <net/tcp_states.h>
 
 #include "hps.h"
+#include "hps_trace.h"
 
 /**
- * hps_conn_error() - reset a connection because of an error
+ * __hps_conn_error() - reset a connection because of an error
  * @hs: the connection
  * @err: positive errno for the socket (SO_ERROR)
+ * @why: the reason, for the hps_conn_abort tracepoint
+ * @ip: where it was decided (hps_conn_error() passes its caller's)
  *
  * Context: any, including softirq and hs->lock held.
  */
-void hps_conn_error(struct hps_sock *hs, int err)
+void __hps_conn_error(struct hps_sock *hs, int err, enum hps_abort_why why,
+		      unsigned long ip)
 {
 	struct sock *sk = &hs->sk;
 
 	if (test_and_set_bit(HPS_F_ABORTED, &hs->flags))
 		return;
+	trace_hps_conn_abort(hs, err, why, ip);
 	WRITE_ONCE(sk->sk_err, err);
 	hps_connd_kick(hs, HPS_W_TEARDOWN);
 	sk_error_report(sk);
 }
 
 /**
- * hps_abort() - abort a connection from this end
+ * __hps_abort() - abort a connection from this end
  * @hs: the connection
  * @err: positive errno for this socket, 0 for none
  * @send_abort: tell the peer with an ABORT message
+ * @why: the reason, for the hps_conn_abort tracepoint
+ * @ip: where it was decided (hps_abort() passes its caller's)
  *
  * Context: process or softirq; takes hs->lock.
  */
-void hps_abort(struct hps_sock *hs, int err, bool send_abort)
+void __hps_abort(struct hps_sock *hs, int err, bool send_abort,
+		 enum hps_abort_why why, unsigned long ip)
 {
 	if (test_and_set_bit(HPS_F_ABORTED, &hs->flags))
 		return;
-	hps_stat_inc(HPS_STAT_ABORTS);
+	trace_hps_conn_abort(hs, err, why, ip);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ABORTS);
 	if (send_abort) {
 		spin_lock_bh(&hs->lock);
 		hps_tx_ctrl(hs, HPS_MSG_ABORT, false);
@@ -236,7 +245,7 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 	/* (not for an earlier connection's QP: the socket may have moved on) */
 	if (test_bit(HPS_W_QP_ERROR, &work) && hs->qp &&
 	    hs->qp == READ_ONCE(hs->qp_err))
-		hps_conn_error(hs, ECONNRESET);
+		hps_conn_error_why(hs, ECONNRESET, HPS_AB_TRANSPORT);
 	if (test_bit(HPS_W_ZC_REAP, &work))
 		hps_zc_rx_reap(hs);
 	if (test_bit(HPS_W_DEV_GONE, &work))

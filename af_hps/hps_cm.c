@@ -28,6 +28,7 @@
 #include <rdma/ib_cm.h>
 
 #include "hps.h"
+#include "hps_trace.h"
 
 #define HPS_RESOLVE_MS	2000
 
@@ -172,8 +173,11 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
 		hps_dev_put(dev);
 		return NULL;
 	}
-	if (sk->sk_state == TCP_SYN_SENT)
+	if (sk->sk_state == TCP_SYN_SENT) {
+		trace_hps_conn_connect(hs, RDMA_CM_EVENT_DEVICE_REMOVAL, 0,
+				       ENETUNREACH);
 		return hps_fail(hs, ENETUNREACH);
+	}
 	hs->cm_id = NULL;
 	if (sk->sk_state == TCP_LISTEN) {
 		/* accept(): ENODEV once, then EINVAL as on a shut listener */
@@ -209,8 +213,18 @@ static void hps_conn_params(struct hps_sock *hs)
 	hs->inline_max = min_t(u32, READ_ONCE(hn->inline_max),
 			       HPS_INLINE_MAX);
 	hs->msg_max = buf_size - HPS_HDR_LEN;
-	hs->ka_intv = msecs_to_jiffies(READ_ONCE(hn->keepalive_ms));
-	hs->ka_limit = hs->ka_intv * (1 + READ_ONCE(hn->keepalive_probes));
+	/*
+	 * Keepalive: the socket's own options, else the namespace's as of
+	 * now; SO_KEEPALIVE, unless the application set it, is on when
+	 * keepalive_ms is not 0 (Documentation/af_hps.rst).
+	 */
+	spin_lock_bh(&hs->lock);
+	WRITE_ONCE(hs->ka_sys_ms, READ_ONCE(hn->keepalive_ms));
+	WRITE_ONCE(hs->ka_sys_cnt, READ_ONCE(hn->keepalive_probes));
+	if (!hs->ka_user)
+		hs->ka_on = hs->ka_sys_ms != 0;
+	spin_unlock_bh(&hs->lock);
+	sock_valbool_flag(sk, SOCK_KEEPOPEN, hs->ka_on);
 
 	hs->rx_queued = 0;
 	hs->rx_nready = 0;
@@ -534,13 +548,15 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 		if (err) {
 			struct rdma_cm_id *id = hs->cm_id;
 
+			err = err == -ENODEV ? -ENETUNREACH : err;
+			trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, -err);
 			hps_cm_release_port(hs);
 			hs->cm_id = NULL;
 			hs->local.ss_family = 0;
 			hps_set_state(sk, TCP_CLOSE);
 			release_sock(sk);
 			hps_cm_destroy_id(sk, id);
-			return err == -ENODEV ? -ENETUNREACH : err;
+			return err;
 		}
 		sock->state = SS_CONNECTING;
 		err = -EINPROGRESS;
@@ -705,7 +721,10 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	lock_sock(lsk);
 	if (lsk->sk_state != TCP_LISTEN || lsk->sk_shutdown & RCV_SHUTDOWN ||
 	    lhs->npending + lsk->sk_ack_backlog > lsk->sk_max_ack_backlog) {
-		hps_stat_inc(HPS_STAT_LISTEN_DROPS);
+		hps_stat_inc(sock_net(lsk), HPS_STAT_LISTEN_DROPS);
+		trace_hps_conn_accept(lhs, id, HPS_ACC_BACKLOG,
+				      RDMA_CM_EVENT_CONNECT_REQUEST, 0,
+				      ECONNREFUSED);
 		goto reject;
 	}
 	sk = hps_sock_alloc(sock_net(lsk), NULL, lsk->sk_kern_sock);
@@ -719,15 +738,25 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sk->sk_userlocks = lsk->sk_userlocks;
 	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
 	sk->sk_sndtimeo = lsk->sk_sndtimeo;
+	sk->sk_uid = lsk->sk_uid;	/* the owner's, as TCP's children */
 	chs->zc_thresh = lhs->zc_thresh;
 	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
+	/* keepalive options, as TCP's children inherit them */
+	chs->ka_on = READ_ONCE(lhs->ka_on);
+	chs->ka_user = READ_ONCE(lhs->ka_user);
+	chs->ka_idle = READ_ONCE(lhs->ka_idle);
+	chs->ka_intvl = READ_ONCE(lhs->ka_intvl);
+	chs->ka_cnt = READ_ONCE(lhs->ka_cnt);
+	chs->user_timeout = READ_ONCE(lhs->user_timeout);
 
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
 	hps_conn_params(chs);
 	err = hps_hello_check(chs, pdata, pdata_len);
 	if (err) {
 		pr_info_ratelimited("connection request with a bad hello rejected\n");
-		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
+		trace_hps_conn_accept(lhs, id, HPS_ACC_BAD_HELLO,
+				      RDMA_CM_EVENT_CONNECT_REQUEST, 0, EPROTO);
 		release_sock(sk);
 		sock_put(sk);
 		goto reject;
@@ -761,14 +790,19 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sock_hold(lsk);		/* the child's reference on its listener */
 	chs->parent = lsk;
 	lhs->npending++;
+	trace_hps_sock_state(chs, sk->sk_state, TCP_SYN_RECV);
 	sk->sk_state = TCP_SYN_RECV;
+	trace_hps_conn_accept(chs, id, HPS_ACC_ACCEPTED,
+			      RDMA_CM_EVENT_CONNECT_REQUEST, 0, 0);
 	release_sock(sk);
 	release_sock(lsk);
-	hps_stat_inc(HPS_STAT_CONN_PASSIVE);
+	hps_stat_inc(sock_net(sk), HPS_STAT_CONN_PASSIVE);
 	return;
 
 out_teardown:
-	hps_stat_inc(HPS_STAT_ACCEPT_ERRORS);
+	hps_stat_inc(sock_net(sk), HPS_STAT_ACCEPT_ERRORS);
+	trace_hps_conn_accept(chs, id, HPS_ACC_SETUP,
+			      RDMA_CM_EVENT_CONNECT_REQUEST, err, ECONNREFUSED);
 	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
 			    err);
 	hps_wr_teardown(chs);
@@ -781,7 +815,9 @@ out_teardown:
 	return;
 
 reject_err:
-	hps_stat_inc(HPS_STAT_ACCEPT_ERRORS);
+	hps_stat_inc(sock_net(lsk), HPS_STAT_ACCEPT_ERRORS);
+	trace_hps_conn_accept(lhs, id, HPS_ACC_SETUP,
+			      RDMA_CM_EVENT_CONNECT_REQUEST, err, ECONNREFUSED);
 	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
 			    err);
 reject:
@@ -820,11 +856,13 @@ void hps_cm_connect_work(struct work_struct *work)
 	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags)) {
 		hps_connd_kick(hs, HPS_W_TEARDOWN);
 	} else if (err) {
-		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+		int e = err == -ETIMEDOUT ? ETIMEDOUT :
+			err == -ENETUNREACH ? ENETUNREACH : ECONNREFUSED;
+
+		hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 		pr_debug("rdma_connect failed: %d\n", err);
-		destroy = hps_fail(hs, err == -ETIMEDOUT ? ETIMEDOUT :
-				   err == -ENETUNREACH ? ENETUNREACH :
-				   ECONNREFUSED);
+		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, e);
+		destroy = hps_fail(hs, e);
 	}
 	release_sock(sk);
 	hps_cm_destroy_id(sk, destroy);
@@ -841,7 +879,8 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	set_bit(HPS_F_QP_READY, &hs->flags);
 	if (hps_hello_check(hs, pdata, pdata_len)) {
 		pr_warn_ratelimited("bad hello from the passive side\n");
-		hps_stat_inc(HPS_STAT_PROTO_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
+		trace_hps_conn_connect(hs, RDMA_CM_EVENT_ESTABLISHED, 0, EPROTO);
 		return hps_fail(hs, EPROTO);
 	}
 	memcpy(&hs->local, &id->route.addr.src_addr, sizeof(hs->local));
@@ -859,10 +898,25 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
 	hps_tx_ka_start(hs);
+	trace_hps_conn_connect(hs, RDMA_CM_EVENT_ESTABLISHED, 0, 0);
 	hps_set_state(sk, TCP_ESTABLISHED);
 	sk->sk_write_space(sk);
-	hps_stat_inc(HPS_STAT_CONN_ACTIVE);
+	hps_stat_inc(sock_net(sk), HPS_STAT_CONN_ACTIVE);
 	return NULL;
+}
+
+/*
+ * The outcome of a connection attempt, for the tracepoints: connect() on
+ * the active side, the request's new socket on the passive side.
+ */
+static void hps_cm_outcome(struct hps_sock *hs, struct rdma_cm_id *id,
+			   int event, int status, int err)
+{
+	if (test_bit(HPS_F_ACTIVE, &hs->flags))
+		trace_hps_conn_connect(hs, event, status, err);
+	else
+		trace_hps_conn_accept(hs, id, HPS_ACC_FAILED, event, status,
+				      err);
 }
 
 /* The errno (negative) a failed connection attempt reports. */
@@ -916,18 +970,22 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(id, HPS_RESOLVE_MS);
 		if (err) {
-			hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+			hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
+			trace_hps_conn_connect(hs, event, err, EHOSTUNREACH);
 			destroy = hps_fail(hs, EHOSTUNREACH);
 		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = hps_wr_setup(hs, id);
 		if (err) {
-			hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+			int e = err == -ENODEV ? ENETUNREACH :
+				err == -ENOBUFS || err == -ENOMEM ? ENOBUFS :
+				ECONNREFUSED;
+
+			hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 			pr_debug("connection setup failed: %d\n", err);
-			destroy = hps_fail(hs, err == -ENODEV ? ENETUNREACH :
-					   err == -ENOBUFS || err == -ENOMEM ?
-					   ENOBUFS : ECONNREFUSED);
+			trace_hps_conn_connect(hs, event, err, e);
+			destroy = hps_fail(hs, e);
 			break;
 		}
 		set_bit(HPS_F_CONNECTING, &hs->flags);
@@ -940,6 +998,8 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		} else {
 			set_bit(HPS_F_WAS_CONN, &hs->flags);
 			hps_tx_ka_start(hs);
+			trace_hps_conn_accept(hs, id, HPS_ACC_ESTABLISHED,
+					      event, status, 0);
 			hps_set_state(sk, TCP_ESTABLISHED);
 			if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
 				hps_connd_kick(hs, HPS_W_STATE);
@@ -966,9 +1026,11 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		hps_stat_inc(HPS_STAT_CONNECT_ERRORS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 		pr_debug("connect failed: %s, status %d\n",
 			 rdma_event_msg(event), status);
+		hps_cm_outcome(hs, id, event, status,
+			       -hps_cm_errno(event, status));
 		destroy = hps_fail(hs, -hps_cm_errno(event, status));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
@@ -978,7 +1040,13 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		 * before it), then tell a graceful close from a reset.
 		 */
 		aborted = test_bit(HPS_F_ABORTED, &hs->flags);
+		if (!test_bit(HPS_F_WAS_CONN, &hs->flags))
+			hps_cm_outcome(hs, id, event, status, ECONNRESET);
 		destroy = hps_fail(hs, 0);
+		if (!aborted && !test_bit(HPS_F_FIN_RCVD, &hs->flags) &&
+		    test_bit(HPS_F_WAS_CONN, &hs->flags))
+			trace_hps_conn_abort(hs, ECONNRESET, HPS_AB_PEER_GONE,
+					     _THIS_IP_);
 		if (!aborted && !test_bit(HPS_F_FIN_RCVD, &hs->flags) &&
 		    !sock_flag(sk, SOCK_DEAD)) {
 			WRITE_ONCE(sk->sk_err, ECONNRESET);

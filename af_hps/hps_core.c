@@ -29,6 +29,9 @@
 
 #include "hps.h"
 
+#define CREATE_TRACE_POINTS
+#include "hps_trace.h"
+
 /**
  * struct hps_cm_ev - an rdma_cm event copied for the connection thread
  * @list: entry in hps_connd.events
@@ -73,7 +76,7 @@ static void hps_fin_timer(struct timer_list *t)
 	struct hps_sock *hs = hps_sk(sk);
 
 	if (!test_bit(HPS_F_FIN_DONE, &hs->flags))
-		hps_abort(hs, ETIMEDOUT, true);
+		hps_abort_why(hs, ETIMEDOUT, true, HPS_AB_FIN_TIMEOUT);
 	sock_put(sk);	/* from sk_reset_timer() */
 }
 
@@ -118,7 +121,11 @@ void hps_sock_init(struct hps_sock *hs)
 	sk->sk_rcvbuf = READ_ONCE(hn->rmem_default);
 	sk->sk_sndbuf = READ_ONCE(hn->wmem_default);
 	hs->zc_thresh = READ_ONCE(hn->zcopy_thresh);
+	/* SO_KEEPALIVE starts on where the namespace probes (af_hps.rst) */
+	hs->ka_on = READ_ONCE(hn->keepalive_ms) != 0;
+	sock_valbool_flag(sk, SOCK_KEEPOPEN, hs->ka_on);
 	spin_lock_bh(&hn->socks_lock);
+	hs->diag_id = ++hn->next_id;
 	hlist_add_head(&hs->net_node, &hn->socks);
 	spin_unlock_bh(&hn->socks_lock);
 }
@@ -155,6 +162,8 @@ struct sock *hps_sock_alloc(struct net *net, struct socket *sock, int kern)
  */
 void hps_set_state(struct sock *sk, int state)
 {
+	if (sk->sk_state != state)
+		trace_hps_sock_state(hps_sk(sk), sk->sk_state, state);
 	WRITE_ONCE(sk->sk_state, state);	/* paired with READ_ONCE in poll */
 	sk->sk_state_change(sk);
 }

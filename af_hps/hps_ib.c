@@ -182,7 +182,7 @@ static void hps_ib_remove_one(struct ib_device *ibdev, void *client_data)
 	dev->dead = true;
 	dev->released = &released;
 	list_for_each_entry(hs, &dev->conns, dev_node)
-		hps_conn_error(hs, ECONNABORTED);
+		hps_conn_error_why(hs, ECONNABORTED, HPS_AB_DEVICE);
 	spin_unlock_bh(&dev->lock);
 	hps_dev_put(dev);	/* the device list's */
 	wait_for_completion(&released);

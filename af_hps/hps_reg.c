@@ -71,7 +71,8 @@ static void hps_reg_free(struct hps_reg *r)
 		vunmap(r->vaddr);
 	unpin_user_pages_dirty_lock(r->pages, r->npages, r->write);
 	atomic64_sub(r->npages, &r->mm->pinned_vm);
-	hps_stat_add(HPS_STAT_REG_PINNED, -((long)r->npages << PAGE_SHIFT));
+	hps_net_stat_add(hps_reg_cache_net(r->cache), HPS_STAT_REG_PINNED,
+			 -((long)r->npages << PAGE_SHIFT));
 	mmdrop(r->mm);
 	kvfree(r->pages);
 	kfree(r);
@@ -116,7 +117,8 @@ static bool hps_reg_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	if (!r->stale) {
 		r->stale = true;
-		hps_stat_inc(HPS_STAT_REG_INVALIDATIONS);
+		hps_net_stat_inc(hps_reg_cache_net(c),
+				 HPS_STAT_REG_INVALIDATIONS);
 	}
 	if (r->hashed) {
 		hps_reg_unhash(c, r);
@@ -174,7 +176,7 @@ static void hps_reg_evict(struct hps_reg_cache *c, struct mm_struct *mm,
 			continue;
 		hps_reg_unhash(c, r);
 		list_add_tail(&r->lru, evicted);
-		hps_stat_inc(HPS_STAT_REG_EVICTIONS);
+		hps_net_stat_inc(hps_reg_cache_net(c), HPS_STAT_REG_EVICTIONS);
 	}
 }
 
@@ -268,13 +270,13 @@ struct hps_reg *hps_reg_get(struct hps_net *hn, unsigned long start,
 	if (limit) {
 		r = hps_reg_lookup(c, mm, start, npages, write);
 		if (r) {
-			hps_stat_inc(HPS_STAT_REG_HITS);
+			hps_net_stat_inc(hn, HPS_STAT_REG_HITS);
 			return r;
 		}
-		hps_stat_inc(HPS_STAT_REG_MISSES);
+		hps_net_stat_inc(hn, HPS_STAT_REG_MISSES);
 	}
 	if (!hps_reg_charge(c, mm, npages)) {
-		hps_stat_inc(HPS_STAT_REG_LIMIT_COPIES);
+		hps_net_stat_inc(hn, HPS_STAT_REG_LIMIT_COPIES);
 		return NULL;
 	}
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
@@ -307,13 +309,13 @@ struct hps_reg *hps_reg_get(struct hps_net *hn, unsigned long start,
 	}
 	r->npages = npages;
 	mmgrab(mm);
-	hps_stat_add(HPS_STAT_REG_PINNED, (long)npages << PAGE_SHIFT);
+	hps_net_stat_add(hn, HPS_STAT_REG_PINNED, (long)npages << PAGE_SHIFT);
 	if (!r->watched)
 		return r;
 	if (READ_ONCE(hn->zcopy_cache_kmap)) {
 		r->vaddr = vmap(r->pages, npages, VM_MAP, PAGE_KERNEL);
 		if (!r->vaddr)
-			hps_stat_inc(HPS_STAT_REG_KMAP_FAILS);
+			hps_net_stat_inc(hn, HPS_STAT_REG_KMAP_FAILS);
 	}
 	hps_reg_insert(c, r, seq, limit);
 	return r;

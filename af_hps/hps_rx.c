@@ -28,6 +28,7 @@
 #include <net/tcp_states.h>
 
 #include "hps.h"
+#include "hps_trace.h"
 
 /* Give a receive buffer back to the QP. Context: hs->lock held. */
 static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
@@ -47,8 +48,8 @@ static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
 static void hps_rx_violation(struct hps_sock *hs, const char *what)
 {
 	pr_warn_ratelimited("protocol violation from peer: %s\n", what);
-	hps_stat_inc(HPS_STAT_PROTO_ERRORS);
-	hps_conn_error(hs, EPROTO);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PROTO_ERRORS);
+	hps_conn_error_why(hs, EPROTO, HPS_AB_PROTO);
 }
 
 /**
@@ -75,7 +76,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 					    wc->status);
 		if (test_bit(HPS_F_CONN_UP, &hs->flags) &&
 		    !test_bit(HPS_F_FIN_RCVD, &hs->flags))
-			hps_conn_error(hs, ECONNRESET);
+			hps_conn_error_why(hs, ECONNRESET, HPS_AB_TRANSPORT);
 		return;
 	}
 
@@ -95,18 +96,22 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	spin_lock(&hs->lock);
 	WRITE_ONCE(hs->rx_stamp, jiffies);	/* the peer is alive */
+	hs->rx_msgs++;
 	if (credits > hs->peer_credits_max - hs->tx_credits) {
 		spin_unlock(&hs->lock);
 		hps_rx_violation(hs, "credit overflow");
 		return;
 	}
 	hs->tx_credits += credits;
+	type = hdr->type & HPS_MSG_TYPE_MASK;
+	/* progress of the sending side: room, or a zero-copy answer */
+	if (credits || type == HPS_MSG_RDMA_DONE || type == HPS_MSG_SENDSM)
+		hs->tx_stamp = jiffies;
 	set_bit(HPS_F_PEER_READY, &hs->flags);
 	/* The passive side answers the first message: see hps_tx_nudge(). */
 	answer = !test_and_set_bit(HPS_F_RX_SEEN, &hs->flags) &&
 		 !test_bit(HPS_F_ACTIVE, &hs->flags);
 
-	type = hdr->type & HPS_MSG_TYPE_MASK;
 	if (hdr->type & HPS_MSG_F_FIN_ACK) {
 		/* Only for a FIN we sent, and only once. */
 		if (!test_bit(HPS_F_FIN_SENT, &hs->flags) ||
@@ -170,8 +175,8 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		break;
 	case HPS_MSG_ABORT:
 		spin_unlock(&hs->lock);
-		hps_stat_inc(HPS_STAT_ABORTS);
-		hps_conn_error(hs, ECONNRESET);
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ABORTS);
+		hps_conn_error_why(hs, ECONNRESET, HPS_AB_PEER);
 		return;
 	default:
 		goto violation;
@@ -255,8 +260,10 @@ static int hps_rx_copy(struct hps_sock *hs, struct msghdr *msg, size_t len,
 			if (peek) {
 				spin_lock_bh(&hs->lock);
 				if (hs->zc_rx == b &&
-				    !test_bit(HPS_F_ZC_RX_BUSY, &hs->flags))
+				    !test_bit(HPS_F_ZC_RX_BUSY, &hs->flags)) {
+					trace_hps_zc_rx(hs, len, HPS_ZCW_PEEK);
 					hps_zc_rx_abandon(hs);
+				}
 				spin_unlock_bh(&hs->lock);
 			}
 			break;	/* hps_recvmsg() reads it with hps_zc_recv() */
@@ -325,8 +332,11 @@ static int hps_rx_zc(struct hps_sock *hs, struct msghdr *msg, size_t len,
 	}
 	if (hps_zc_rx_eligible(hs, msg, len, timeo)) {
 		spin_unlock_bh(&hs->lock);
+		trace_hps_zc_rx(hs, len, HPS_ZCW_ZCOPY);
 		return hps_zc_recv(hs, msg, len);
 	}
+	if (trace_hps_zc_rx_enabled())
+		trace_hps_zc_rx(hs, len, hps_zc_rx_why(hs, msg, len, timeo));
 	hps_zc_rx_abandon(hs);
 	spin_unlock_bh(&hs->lock);
 	return 0;

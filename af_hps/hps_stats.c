@@ -2,18 +2,20 @@
 /*
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
- * Module-wide event counters, shown in /proc/net/hps_stat of the initial
- * network namespace.
+ * Event counters, per network namespace: each namespace's events are
+ * counted in its own per-CPU array (struct hps_net.stats) and shown in its
+ * own /proc/net/hps_stat, one "name value" line per counter in the order
+ * of enum hps_stat. New counters are only ever appended, so readers that
+ * go by line or by name keep working. The same counters go to tools over
+ * sock_diag (hps_diag.c).
  */
 
-#include <linux/atomic.h>
+#include <linux/percpu.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <net/net_namespace.h>
 
 #include "hps.h"
-
-static atomic_long_t hps_stats[HPS_STAT_MAX];
 
 static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_CONN_ACTIVE]	= "conn_active",
@@ -40,58 +42,109 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_REG_KMAP_FAILS] = "zcopy_kmap_fails",
 	[HPS_STAT_KA_PROBES]	= "keepalive_probes",
 	[HPS_STAT_PEER_TIMEOUTS] = "peer_timeouts",
+	[HPS_STAT_USER_TIMEOUTS] = "user_timeouts",
+	[HPS_STAT_CREDIT_STALLS] = "credit_stalls",
 };
 
 /**
- * hps_stat_inc() - count an event
+ * hps_net_stat_add() - add to a counter of a namespace
+ * @hn: the namespace's AF_HPS state
  * @s: the counter
+ * @n: amount (negative for the levels, HPS_STAT_REG_PINNED)
  *
- * Context: any.
+ * Context: any (this_cpu_add() is safe against interrupts).
  */
-void hps_stat_inc(enum hps_stat s)
+void hps_net_stat_add(struct hps_net *hn, enum hps_stat s, long n)
 {
-	atomic_long_inc(&hps_stats[s]);
+	this_cpu_add(hn->stats->v[s], n);
 }
 
 /**
- * hps_stat_add() - add to a counter
+ * hps_stat_add() - add to a counter of @net
+ * @net: the namespace the event happened in (the socket's)
  * @s: the counter
  * @n: amount
  *
  * Context: any.
  */
-void hps_stat_add(enum hps_stat s, long n)
+void hps_stat_add(const struct net *net, enum hps_stat s, long n)
 {
-	atomic_long_add(n, &hps_stats[s]);
+	hps_net_stat_add(hps_net(net), s, n);
+}
+
+/**
+ * hps_stat_read() - the value of one counter of a namespace
+ * @hn: the namespace's AF_HPS state
+ * @s: the counter
+ *
+ * Context: any; the sum of the per-CPU values, as SNMP counters are read.
+ * Return: the value.
+ */
+long hps_stat_read(struct hps_net *hn, enum hps_stat s)
+{
+	long sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu_ptr(hn->stats, cpu)->v[s];
+	return sum;
+}
+
+/**
+ * hps_stat_name() - the name of a counter in /proc/net/hps_stat
+ * @s: the counter
+ *
+ * Return: its name.
+ */
+const char *hps_stat_name(enum hps_stat s)
+{
+	return hps_stat_names[s];
 }
 
 static int hps_stat_show(struct seq_file *seq, void *v)
 {
+	struct hps_net *hn = hps_net(seq_file_single_net(seq));
 	int i;
 
 	for (i = 0; i < HPS_STAT_MAX; i++)
 		seq_printf(seq, "%s %ld\n", hps_stat_names[i],
-			   atomic_long_read(&hps_stats[i]));
+			   hps_stat_read(hn, i));
 	return 0;
 }
 
 /**
- * hps_stats_init() - create /proc/net/hps_stat
+ * hps_stats_net_init() - a namespace's counters and /proc/net/hps_stat
+ * @net: the new namespace
+ * @hn: its AF_HPS state
  *
+ * Context: pernet init; may sleep.
  * Return: 0 or -ENOMEM.
  */
-int hps_stats_init(void)
+int hps_stats_net_init(struct net *net, struct hps_net *hn)
 {
-	if (!proc_create_single("hps_stat", 0444, init_net.proc_net,
-				hps_stat_show))
+	might_sleep();
+	hn->stats = alloc_percpu(struct hps_stats);
+	if (!hn->stats)
 		return -ENOMEM;
+	if (!proc_create_net_single("hps_stat", 0444, net->proc_net,
+				    hps_stat_show, NULL)) {
+		free_percpu(hn->stats);
+		hn->stats = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 /**
- * hps_stats_exit() - remove /proc/net/hps_stat
+ * hps_stats_net_exit() - remove a namespace's counters
+ * @net: the namespace, which has no AF_HPS socket left
+ * @hn: its AF_HPS state
+ *
+ * Context: pernet exit, after everything that counts is gone.
  */
-void hps_stats_exit(void)
+void hps_stats_net_exit(struct net *net, struct hps_net *hn)
 {
-	remove_proc_entry("hps_stat", init_net.proc_net);
+	remove_proc_entry("hps_stat", net->proc_net);
+	free_percpu(hn->stats);
+	hn->stats = NULL;
 }

@@ -2,7 +2,9 @@
 /*
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
- * Per network namespace sysctls under net.hps (Documentation/sysctl.rst).
+ * Per network namespace state: the sysctls under net.hps
+ * (Documentation/sysctl.rst), the socket list, the registration cache and
+ * the event counters (hps_stats.c).
  * Values are read with READ_ONCE() when a connection is set up; a change
  * affects new connections only. The registration cache's (zcopy_cache_*)
  * are read at each registration.
@@ -137,6 +139,7 @@ static int __net_init hps_net_init(struct net *net)
 {
 	struct hps_net *hn = hps_net(net);
 	struct ctl_table *table;
+	int err;
 
 	/* Defaults before the table is published. */
 	hn->credits = 16;
@@ -153,11 +156,14 @@ static int __net_init hps_net_init(struct net *net)
 	spin_lock_init(&hn->socks_lock);
 	INIT_HLIST_HEAD(&hn->socks);
 	hps_reg_cache_init(&hn->reg);
+	err = hps_stats_net_init(net, hn);
+	if (err)
+		return err;
 
 	table = kmemdup(hps_sysctl_template, sizeof(hps_sysctl_template),
 			GFP_KERNEL);
 	if (!table)
-		return -ENOMEM;
+		goto out_stats;
 	table[0].data = &hn->credits;
 	table[1].data = &hn->buf_size;
 	table[2].data = &hn->ack_thresh;
@@ -171,11 +177,15 @@ static int __net_init hps_net_init(struct net *net)
 	table[10].data = &hn->keepalive_probes;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
-	if (!hn->hdr) {
-		kfree(table);
-		return -ENOMEM;
-	}
+	if (!hn->hdr)
+		goto out_table;
 	return 0;
+
+out_table:
+	kfree(table);
+out_stats:
+	hps_stats_net_exit(net, hn);
+	return -ENOMEM;
 }
 
 static void __net_exit hps_net_exit(struct net *net)
@@ -186,6 +196,7 @@ static void __net_exit hps_net_exit(struct net *net)
 	unregister_net_sysctl_table(hn->hdr);
 	kfree(table);
 	hps_reg_cache_exit(&hn->reg);
+	hps_stats_net_exit(net, hn);	/* last: the cache counts */
 }
 
 static struct pernet_operations hps_net_ops = {

@@ -40,6 +40,7 @@
 #include <net/tcp_states.h>
 
 #include "hps.h"
+#include "hps_trace.h"
 
 static bool hps_can_post(struct hps_sock *hs, u32 need)
 {
@@ -115,7 +116,7 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
 		return false;
 	}
 	hs->ctrl_head++;
-	hps_stat_inc(HPS_STAT_CREDIT_MSGS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_CREDIT_MSGS);
 	return true;
 }
 
@@ -145,6 +146,41 @@ static u32 hps_tx_open_len(struct hps_sock *hs)
 	return hs->tx[hs->tx_fill % hs->ntx].len;
 }
 
+/*
+ * Credit stalls: data waits to be posted (full buffers, an open one that
+ * would go, a zero-copy send's SRCAVAIL) and fewer than the two credits a
+ * data message needs are left. Counted and traced when one begins and
+ * ends. Context: hs->lock held.
+ */
+static void hps_tx_stall_update(struct hps_sock *hs)
+{
+	bool stalled;
+
+	lockdep_assert_held(&hs->lock);
+	stalled = hs->tx_credits < 2 &&
+		  test_bit(HPS_F_PEER_READY, &hs->flags) &&
+		  (hs->tx_posted != hs->tx_fill ||
+		   (hps_tx_open_len(hs) && !hs->tx_filling &&
+		    hs->tx_posted == hs->tx_done &&
+		    !test_bit(HPS_F_CORK, &hs->flags)) ||
+		   (test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) &&
+		    !test_bit(HPS_F_ZC_TX, &hs->flags)));
+	if (likely(stalled == hs->tx_stalled))
+		return;
+	hs->tx_stalled = stalled;
+	if (stalled) {
+		hs->tx_stall_start = ktime_get_ns();
+		hs->tx_stalls++;
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_CREDIT_STALLS);
+		trace_hps_tx_credit_stall(hs, hs->tx_credits, hs->tx_queued);
+	} else {
+		trace_hps_tx_credit_resume(hs, hs->tx_credits,
+					   div_u64(ktime_get_ns() -
+						   hs->tx_stall_start,
+						   NSEC_PER_USEC));
+	}
+}
+
 static void __hps_tx_push(struct hps_sock *hs, bool hold)
 {
 	struct hps_buf *b;
@@ -156,6 +192,8 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 
 	/* Full buffers first, in order. */
 	while (hs->tx_posted != hs->tx_fill && hps_can_post(hs, 2)) {
+		if (hs->tx_done == hs->tx_posted)
+			hs->tx_stamp = jiffies;	/* nothing was in flight */
 		b = &hs->tx[hs->tx_posted % hs->ntx];
 		if (hps_wr_post_send(hs, b, HPS_MSG_DATA, b->len)) {
 			hps_conn_error(hs, ECONNRESET);
@@ -175,6 +213,7 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 			push = test_bit(HPS_F_NODELAY, &hs->flags) ||
 			       hs->tx_done == hs->tx_posted;
 		if (push) {
+			hps_tx_wait_begins(hs);
 			b = &hs->tx[hs->tx_fill % hs->ntx];
 			if (hps_wr_post_send(hs, b, HPS_MSG_DATA, len)) {
 				hps_conn_error(hs, ECONNRESET);
@@ -203,6 +242,8 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 	/* The FIN-ack goes out at once, on a CREDIT if nothing else took it. */
 	if (test_bit(HPS_F_FIN_ACK_OWED, &hs->flags))
 		hps_tx_ctrl(hs, HPS_MSG_CREDIT, true);
+
+	hps_tx_stall_update(hs);
 }
 
 /**
@@ -238,33 +279,193 @@ void hps_tx_nudge(struct timer_list *t)
 }
 
 /**
- * hps_tx_ka_start() - start the keepalive of a new connection
- * @hs: the connection, just established
+ * hps_ka_idle_ms() - TCP_KEEPIDLE in effect, in milliseconds
+ * @hs: the socket
  *
- * Context: process (connection thread); takes no lock.
+ * The socket's own value; else net.hps.keepalive_ms as of connection
+ * setup, or as now before a connection (10 s where that is 0).
+ *
+ * Context: any.
+ * Return: milliseconds, never 0.
  */
-void hps_tx_ka_start(struct hps_sock *hs)
+u32 hps_ka_idle_ms(struct hps_sock *hs)
 {
-	if (!hs->ka_intv)
-		return;
-	WRITE_ONCE(hs->rx_stamp, jiffies);
-	sk_reset_timer(&hs->sk, &hs->ka_timer, jiffies + hs->ka_intv);
+	u32 v = READ_ONCE(hs->ka_idle);
+
+	if (!v)
+		v = READ_ONCE(hs->ka_sys_ms);
+	if (!v && !test_bit(HPS_F_WAS_CONN, &hs->flags))
+		v = READ_ONCE(hps_net(sock_net(&hs->sk))->keepalive_ms);
+	return v ?: HPS_KA_DEFAULT_MS;
 }
 
 /**
- * hps_tx_keepalive() - probe a peer that has been silent
+ * hps_ka_intvl_ms() - TCP_KEEPINTVL in effect, in milliseconds
+ * @hs: the socket
+ *
+ * Context: any.
+ * Return: milliseconds, never 0 (as hps_ka_idle_ms()).
+ */
+u32 hps_ka_intvl_ms(struct hps_sock *hs)
+{
+	u32 v = READ_ONCE(hs->ka_intvl);
+
+	if (!v)
+		v = READ_ONCE(hs->ka_sys_ms);
+	if (!v && !test_bit(HPS_F_WAS_CONN, &hs->flags))
+		v = READ_ONCE(hps_net(sock_net(&hs->sk))->keepalive_ms);
+	return v ?: HPS_KA_DEFAULT_MS;
+}
+
+/**
+ * hps_ka_cnt() - TCP_KEEPCNT in effect
+ * @hs: the socket
+ *
+ * Context: any.
+ * Return: the socket's own value, else net.hps.keepalive_probes (as of
+ * connection setup, or now before a connection).
+ */
+u32 hps_ka_cnt(struct hps_sock *hs)
+{
+	u32 v = READ_ONCE(hs->ka_cnt);
+
+	if (!v)
+		v = READ_ONCE(hs->ka_sys_cnt);
+	if (!v)
+		v = READ_ONCE(hps_net(sock_net(&hs->sk))->keepalive_probes);
+	return v ?: HPS_KA_PROBES_DEFAULT;
+}
+
+/*
+ * Is the sending side waiting: data posted and not completed, full
+ * buffers or an open one held for lack of credits, or a zero-copy send
+ * under way? TCP_USER_TIMEOUT bounds how long it may wait without
+ * progress. Context: hs->lock held.
+ */
+static bool hps_tx_waiting(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_done != hs->tx_fill ||
+	       (hps_tx_open_len(hs) && hs->tx_credits < 2) ||
+	       test_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+}
+
+/**
+ * hps_tx_wait_begins() - the sending side may start waiting now
+ * @hs: the connection
+ *
+ * Called before a change that can make hps_tx_waiting() true (a writer
+ * commits bytes, a buffer is posted, a zero-copy send starts): a wait
+ * that begins now is measured from now, not from the last progress. With
+ * TCP_USER_TIMEOUT set, the timer is brought forward to the end of that
+ * wait if it would run later (it looks again only every timeout while
+ * nothing waits). The timer re-arms only while the connection is up (see
+ * hps_teardown()).
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_wait_begins(struct hps_sock *hs)
+{
+	unsigned long due;
+	u32 ut;
+
+	lockdep_assert_held(&hs->lock);
+	if (hps_tx_waiting(hs))
+		return;
+	hs->tx_stamp = jiffies;
+	ut = READ_ONCE(hs->user_timeout);
+	if (!ut || !test_bit(HPS_F_CONN_UP, &hs->flags) ||
+	    !test_bit(HPS_F_WAS_CONN, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags))
+		return;
+	due = hs->tx_stamp + msecs_to_jiffies(ut);
+	if (!timer_pending(&hs->ka_timer) ||
+	    time_after(hs->ka_timer.expires, due))
+		sk_reset_timer(&hs->sk, &hs->ka_timer, due);
+}
+
+/**
+ * hps_tx_ka_start() - start the keepalive of a new connection
+ * @hs: the connection, just established
+ *
+ * The timer runs while keepalive (SO_KEEPALIVE) or TCP_USER_TIMEOUT is on.
+ *
+ * Context: process (connection thread), socket lock held.
+ */
+void hps_tx_ka_start(struct hps_sock *hs)
+{
+	sock_owned_by_me(&hs->sk);
+	spin_lock_bh(&hs->lock);
+	WRITE_ONCE(hs->rx_stamp, jiffies);
+	hs->tx_stamp = jiffies;
+	if (hs->ka_on || hs->user_timeout)
+		sk_reset_timer(&hs->sk, &hs->ka_timer, jiffies);
+	spin_unlock_bh(&hs->lock);
+}
+
+/**
+ * hps_tx_ka_config() - the keepalive options of a socket changed
+ * @hs: the socket
+ *
+ * On a connection that is up the timer runs at once with the new values.
+ * The silence counted so far is cut to the new idle time, so that a
+ * change never ends a connection at once: a probe goes out first, as
+ * TCP's keepalive sends one when its idle time is shortened (it counts
+ * probes, this one silence).
+ *
+ * Context: process, socket lock held.
+ */
+void hps_tx_ka_config(struct hps_sock *hs)
+{
+	unsigned long now = jiffies, idle;
+
+	sock_owned_by_me(&hs->sk);
+	spin_lock_bh(&hs->lock);
+	if (test_bit(HPS_F_CONN_UP, &hs->flags) &&
+	    test_bit(HPS_F_WAS_CONN, &hs->flags) &&
+	    !test_bit(HPS_F_ABORTED, &hs->flags) &&
+	    (hs->ka_on || hs->user_timeout)) {
+		idle = msecs_to_jiffies(hps_ka_idle_ms(hs));
+		if (time_before(READ_ONCE(hs->rx_stamp), now - idle))
+			WRITE_ONCE(hs->rx_stamp, now - idle);
+		sk_reset_timer(&hs->sk, &hs->ka_timer, now);
+	}
+	spin_unlock_bh(&hs->lock);
+}
+
+/* The earlier of two deadlines, 0 meaning none. */
+static unsigned long hps_ka_first(unsigned long a, unsigned long b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return time_before(a, b) ? a : b;
+}
+
+/**
+ * hps_tx_keepalive() - keepalive and user timeout of a connection
  * @t: hs->ka_timer
  *
- * When the peer has given no sign of life (no message, no acknowledged
- * probe) for keepalive_ms, send a probe (hps_wr_post_probe()) unless one
- * is still in flight, and look again keepalive_ms later. A probe that
- * fails aborts the connection, so that calls blocked on a connection whose
- * peer died return (ETIMEDOUT) instead of waiting for ever: see
+ * Keepalive (SO_KEEPALIVE): when the peer has given no sign of life (no
+ * message, no acknowledged probe) for TCP_KEEPIDLE, send a probe
+ * (hps_wr_post_probe()) unless one is still in flight, and again every
+ * TCP_KEEPINTVL while the silence lasts. A probe that fails aborts the
+ * connection, so that calls blocked on a connection whose peer died
+ * return (ETIMEDOUT) instead of waiting for ever: see
  * Documentation/reliability.rst. The transport normally decides that
  * within seconds; should it never complete the probe (a driver that stops
  * retrying), the connection is aborted all the same (ETIMEDOUT) after
- * keepalive_probes more intervals of silence. A probe is never the first
- * message of the passive side (iWARP rule).
+ * TCP_KEEPIDLE + TCP_KEEPCNT * TCP_KEEPINTVL of silence, or with
+ * TCP_USER_TIMEOUT set, as TCP does, after that much silence and at least
+ * one probe interval. A probe is never the first message of the passive
+ * side (iWARP rule).
+ *
+ * TCP_USER_TIMEOUT: the sending side may wait (hps_tx_waiting()) without
+ * progress for that long; then the connection is aborted (ETIMEDOUT).
+ *
+ * The values are read at every run, so a change on an established
+ * connection takes effect here (hps_tx_ka_config() runs the timer at once).
  *
  * Context: timer (softirq).
  */
@@ -272,41 +473,77 @@ void hps_tx_keepalive(struct timer_list *t)
 {
 	struct hps_sock *hs = from_timer(hs, t, ka_timer);
 	struct sock *sk = &hs->sk;
-	unsigned long quiet_until, stamp, next;
-	bool give_up = false;
+	unsigned long now = jiffies, stamp, idle, intvl, limit = 0, ut;
+	unsigned long next = 0, silence = 0;
+	enum hps_stat why = HPS_STAT_MAX;
 
 	spin_lock(&hs->lock);
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
 	    test_bit(HPS_F_ABORTED, &hs->flags))
 		goto out;
-	stamp = READ_ONCE(hs->rx_stamp);
-	quiet_until = stamp + hs->ka_intv;
-	if (time_before(jiffies, quiet_until)) {
-		sk_reset_timer(sk, &hs->ka_timer, quiet_until);
-		goto out;
+	ut = msecs_to_jiffies(READ_ONCE(hs->user_timeout));
+	if (ut && hps_tx_waiting(hs)) {
+		silence = now - hs->tx_stamp;
+		if (silence >= ut) {
+			why = HPS_STAT_USER_TIMEOUTS;
+			limit = ut;
+			goto out;
+		}
+		next = hs->tx_stamp + ut;
+	} else if (ut) {
+		/*
+		 * Nothing waits: a wait that begins brings the timer forward
+		 * (hps_tx_wait_begins()); look again now and then all the
+		 * same, at most once a second.
+		 */
+		next = now + max_t(unsigned long, ut, HZ);
 	}
-	if (time_after_eq(jiffies, stamp + hs->ka_limit)) {
-		give_up = true;
-		goto out;
+	if (hs->ka_on) {
+		idle = msecs_to_jiffies(hps_ka_idle_ms(hs));
+		intvl = msecs_to_jiffies(hps_ka_intvl_ms(hs));
+		limit = ut ? max(ut, idle + intvl) :
+			     idle + intvl * hps_ka_cnt(hs);
+		stamp = READ_ONCE(hs->rx_stamp);
+		if (time_before(now, stamp + idle)) {
+			next = hps_ka_first(next, stamp + idle);
+		} else if (time_after_eq(now, stamp + limit)) {
+			silence = now - stamp;
+			why = HPS_STAT_PEER_TIMEOUTS;
+			goto out;
+		} else {
+			if (test_bit(HPS_F_PEER_READY, &hs->flags) &&
+			    !test_and_set_bit(HPS_F_KA_OUT, &hs->flags)) {
+				if (hps_wr_post_probe(hs)) {
+					clear_bit(HPS_F_KA_OUT, &hs->flags);
+				} else {
+					silence = now - stamp;
+					trace_hps_ka_probe(hs,
+							   jiffies_to_msecs(silence));
+					hs->ka_probes++;
+					hps_stat_inc(sock_net(sk),
+						     HPS_STAT_KA_PROBES);
+				}
+			}
+			next = hps_ka_first(next, time_before(now + intvl,
+							      stamp + limit) ?
+					    now + intvl : stamp + limit);
+		}
 	}
-	if (test_bit(HPS_F_PEER_READY, &hs->flags) &&
-	    !test_and_set_bit(HPS_F_KA_OUT, &hs->flags)) {
-		if (hps_wr_post_probe(hs))
-			clear_bit(HPS_F_KA_OUT, &hs->flags);
-		else
-			hps_stat_inc(HPS_STAT_KA_PROBES);
-	}
-	next = jiffies + hs->ka_intv;
-	if (time_after(next, stamp + hs->ka_limit))
-		next = stamp + hs->ka_limit;
-	sk_reset_timer(sk, &hs->ka_timer, next);
+	if (next)
+		sk_reset_timer(sk, &hs->ka_timer, next);
 out:
 	spin_unlock(&hs->lock);
-	if (give_up) {
-		pr_debug("no answer from the peer for %u ms: giving up\n",
-			 jiffies_to_msecs(hs->ka_limit));
-		hps_stat_inc(HPS_STAT_PEER_TIMEOUTS);
-		hps_conn_error(hs, ETIMEDOUT);
+	if (why != HPS_STAT_MAX) {
+		bool ut_why = why == HPS_STAT_USER_TIMEOUTS;
+
+		pr_debug("%s: no progress for %u ms: giving up\n",
+			 ut_why ? "user timeout" : "keepalive",
+			 jiffies_to_msecs(silence));
+		trace_hps_ka_timeout(hs, ut_why, jiffies_to_msecs(silence),
+				     jiffies_to_msecs(limit));
+		hps_stat_inc(sock_net(sk), why);
+		hps_conn_error_why(hs, ETIMEDOUT, ut_why ? HPS_AB_USER_TIMEOUT :
+				   HPS_AB_KEEPALIVE);
 	}
 	sock_put(sk);	/* from sk_reset_timer() */
 }
@@ -440,6 +677,7 @@ static void hps_tx_commit(struct hps_sock *hs, struct hps_buf *b, u32 n,
 			  bool more)
 {
 	lockdep_assert_held(&hs->lock);
+	hps_tx_wait_begins(hs);
 	hs->tx_filling = false;
 	b->len += n;
 	WRITE_ONCE(hs->tx_queued, hs->tx_queued + n);
@@ -480,8 +718,9 @@ static void hps_tx_error(struct hps_sock *hs, struct ib_wc *wc)
 		return;
 	/* The transport gave up retrying: the peer is gone, as TCP says. */
 	if (timeout)
-		hps_stat_inc(HPS_STAT_PEER_TIMEOUTS);
-	hps_conn_error(hs, timeout ? ETIMEDOUT : ECONNRESET);
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PEER_TIMEOUTS);
+	hps_conn_error_why(hs, timeout ? ETIMEDOUT : ECONNRESET,
+			   HPS_AB_TRANSPORT);
 }
 
 /**
@@ -532,6 +771,7 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	WRITE_ONCE(hs->tx_queued, hs->tx_queued - b->len);
 	b->len = 0;
 	hs->tx_done++;
+	hs->tx_stamp = jiffies;		/* progress */
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
 	sk->sk_write_space(sk);

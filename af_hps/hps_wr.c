@@ -345,6 +345,7 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		return err;
 	}
 	hs->tx_credits--;
+	hs->tx_msgs++;
 	hs->rx_pending -= credits;
 	if (!hs->rx_pending)
 		hs->rx_pending_data = 0;

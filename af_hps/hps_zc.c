@@ -67,6 +67,7 @@
 #include <linux/uio.h>
 
 #include "hps.h"
+#include "hps_trace.h"
 
 static void hps_zc_wake(struct sock *sk)
 {
@@ -429,7 +430,7 @@ static bool hps_zc_rest_init(struct hps_zc_rest *rest, struct hps_reg *r,
 		iov_iter_advance(&rest->it, offset_in_page(from));
 	}
 	rest->reg = r;
-	hps_stat_inc(HPS_STAT_REG_KMAP_COPIES);
+	hps_net_stat_inc(hps_reg_cache_net(r->cache), HPS_STAT_REG_KMAP_COPIES);
 	return true;
 }
 
@@ -585,11 +586,14 @@ static void hps_zc_tx_await(struct hps_sock *hs, long *timeo)
 	if (hps_zc_tx_answered(hs))
 		return;
 
+	trace_hps_zc_cancel(hs, hs->zc_tx_len,
+			    signal_pending(current) ? HPS_ZCW_SIGNAL :
+			    !*timeo ? HPS_ZCW_SNDTIMEO : HPS_ZCW_TIMEOUT);
 	spin_lock_bh(&hs->lock);
 	set_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags);
 	hps_tx_push(hs);
 	spin_unlock_bh(&hs->lock);
-	hps_stat_inc(HPS_STAT_ZC_CANCELS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_CANCELS);
 	/*
 	 * The pages cannot go before the answer (or the key's revocation by
 	 * an abort's teardown). Killed, the writer waits a little more: the
@@ -682,6 +686,22 @@ static bool hps_zc_tx_eligible(struct hps_sock *hs, struct msghdr *msg,
 	       IB_DEVICE_MEM_MGT_EXTENSIONS;
 }
 
+/* Why a send is not one for zero copy (hps_zc_tx tracepoint). */
+static int hps_zc_tx_why(struct hps_sock *hs, struct msghdr *msg, long timeo)
+{
+	if (!hs->zc_cap)
+		return HPS_ZCW_NOT_SET_UP;
+	if (!timeo)
+		return HPS_ZCW_NONBLOCK;
+	if (!hs->qp || !test_bit(HPS_F_CONN_UP, &hs->flags))
+		return HPS_ZCW_NOT_CONNECTED;
+	if (!user_backed_iter(&msg->msg_iter))
+		return HPS_ZCW_KERNEL;
+	if (iov_iter_count(&msg->msg_iter) < hs->zc_thresh)
+		return HPS_ZCW_SMALL;
+	return HPS_ZCW_NO_DEVICE;
+}
+
 /*
  * The MR zero-copy sends register pages with, made on first use (it may
  * sleep: socket lock, not hs->lock). Context: socket lock held.
@@ -749,16 +769,24 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 
 	sock_owned_by_me(sk);
 	might_sleep();
-	if (!hps_zc_tx_eligible(hs, msg, *timeo))
+	if (!hps_zc_tx_eligible(hs, msg, *timeo)) {
+		if (trace_hps_zc_tx_enabled() && hs->zc_thresh)
+			trace_hps_zc_tx(hs, iov_iter_count(&msg->msg_iter),
+					hps_zc_tx_why(hs, msg, *timeo));
 		return 0;
+	}
 	dev = hs->dev;
 	maxpages = min_t(u32, HPS_ZC_PAGES,
 			 dev->ibdev->attrs.max_fast_reg_page_list_len);
 	mr = hps_zc_mr(hs, maxpages);
-	if (!mr)
+	if (!mr) {
+		trace_hps_zc_tx(hs, iov_iter_count(&msg->msg_iter),
+				HPS_ZCW_NO_MR);
 		return 0;
+	}
 	DEBUG_NET_WARN_ON_ONCE(test_bit(HPS_F_ZC_TX_OWNED, &hs->flags));
 	spin_lock_bh(&hs->lock);
+	hps_tx_wait_begins(hs);		/* for TCP_USER_TIMEOUT */
 	set_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
 	spin_unlock_bh(&hs->lock);
 
@@ -766,6 +794,8 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 			 iov_iter_count(&msg->msg_iter), maxpages, false, &r,
 			 &npages, &off);
 	if (ret <= 0) {
+		trace_hps_zc_tx(hs, iov_iter_count(&msg->msg_iter),
+				HPS_ZCW_NOT_PINNED);
 		/* Not every chunk of this send again: copy the rest of it. */
 		if (ret < 0)
 			*copy_rest = true;
@@ -774,6 +804,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	}
 	n = ret;
 	ret = 0;
+	trace_hps_zc_tx(hs, n, HPS_ZCW_ZCOPY);
 	if (sg_alloc_table_from_pages(&sgt, r->pages, npages, off, n,
 				      GFP_KERNEL))
 		goto out_unpin;
@@ -816,7 +847,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 	}
 	if (err == -EBUSY) {
 		/* The queue stays busy: copy this send's bytes instead. */
-		hps_stat_inc(HPS_STAT_ZC_FALLBACKS);
+		hps_stat_inc(sock_net(sk), HPS_STAT_ZC_FALLBACKS);
 		*copy_rest = true;
 		ret = 0;
 		goto out_unmap;
@@ -851,7 +882,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 		/* Not advertised: the key was never given out. */
 		ret = err;
 		if (!err) {
-			hps_stat_inc(HPS_STAT_ZC_TX);
+			hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_TX);
 			hps_zc_tx_await(hs, timeo);
 		}
 	}
@@ -912,7 +943,7 @@ ssize_t hps_zc_send(struct hps_sock *hs, struct msghdr *msg, long *timeo,
 				r = NULL;	/* held by @rest */
 		}
 		iov_iter_advance(&msg->msg_iter, ret);
-		hps_stat_add(HPS_STAT_ZC_TX_BYTES, ret);
+		hps_stat_add(sock_net(&hs->sk), HPS_STAT_ZC_TX_BYTES, ret);
 		spin_lock_bh(&hs->lock);
 		hs->tx_bytes += ret;
 		spin_unlock_bh(&hs->lock);
@@ -977,13 +1008,14 @@ void hps_zc_rx_abandon(struct hps_sock *hs)
 	struct hps_buf *b = hs->zc_rx;
 
 	lockdep_assert_held(&hs->lock);
+	trace_hps_zc_sendsm(hs, b->off, b->len);
 	WRITE_ONCE(hs->rx_queued, hs->rx_queued - (b->len - b->off));
 	b->len = b->off;
 	b->dead = true;
 	hs->zc_rx = NULL;
 	hs->zc_rx_sendsm = b->off;
 	set_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags);
-	hps_stat_inc(HPS_STAT_ZC_FALLBACKS);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_FALLBACKS);
 	hps_tx_push(hs);
 }
 
@@ -1192,6 +1224,36 @@ bool hps_zc_rx_eligible(struct hps_sock *hs, struct msghdr *msg, size_t len,
 }
 
 /**
+ * hps_zc_rx_why() - why a read takes the SRCAVAIL at the head by copy
+ * @hs: the connection, with hs->zc_rx
+ * @msg: the destination
+ * @len: bytes the read still wants
+ * @timeo: its receive timeout (0: non-blocking)
+ *
+ * For the hps_zc_rx tracepoint, when hps_zc_rx_eligible() said no.
+ *
+ * Context: process, socket lock held.
+ * Return: enum hps_zc_why.
+ */
+int hps_zc_rx_why(struct hps_sock *hs, struct msghdr *msg, size_t len,
+		  long timeo)
+{
+	struct hps_buf *b = hs->zc_rx;
+
+	if (!timeo)
+		return HPS_ZCW_NONBLOCK;
+	if (!hs->zc_rd_pages)
+		return HPS_ZCW_NOT_SET_UP;
+	if (!hs->qp || !test_bit(HPS_F_CONN_UP, &hs->flags))
+		return HPS_ZCW_NOT_CONNECTED;
+	if (!user_backed_iter(&msg->msg_iter))
+		return HPS_ZCW_KERNEL;
+	if (b && len < min_t(u32, HPS_ZC_RX_MIN, b->len - b->off))
+		return HPS_ZCW_SMALL;
+	return HPS_ZCW_NOT_PINNED;
+}
+
+/**
  * hps_zc_recv() - read the SRCAVAIL at the head of the queue into @msg
  * @hs: the connection; hs->zc_rx is the first buffer of rx_ready
  * @msg: the destination, user memory
@@ -1309,8 +1371,8 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	if (ret < 0)
 		return ret;
 	iov_iter_advance(&msg->msg_iter, n);
-	hps_stat_inc(HPS_STAT_ZC_RX_READS);
-	hps_stat_add(HPS_STAT_ZC_RX_BYTES, n);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_RX_READS);
+	hps_stat_add(sock_net(&hs->sk), HPS_STAT_ZC_RX_BYTES, n);
 	return n;
 
 fallback_sgt:

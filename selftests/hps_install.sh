@@ -87,9 +87,9 @@ unload() {
 }
 
 # The files make install puts under PREFIX (/usr/local), relative to it.
-prefix_files="include/linux/af_hps.h bin/hps_run bin/hps-bench
+prefix_files="include/linux/af_hps.h bin/hps_run bin/hps-bench bin/hps-ss
 lib/libhps-preload.so share/man/man7/af_hps.7 share/man/man1/hps_run.1
-share/man/man1/hps-bench.1"
+share/man/man1/hps-bench.1 share/man/man8/hps-ss.8"
 
 prepared() {
 	if [ ! -f "$tree/af_hps.ko" ] || [ ! -f "$tree/.hps-kdir" ]; then
@@ -160,10 +160,12 @@ destdir_files() {
 	[ "$rc" = 0 ] || return 1
 	cmp "$p/include/linux/af_hps.h" include/uapi/linux/af_hps.h || return 1
 	gcc -Wall -Werror -fsyntax-only -I"$p/include" "$work/afsock.c" || return 1
-	[ -x "$p/bin/hps_run" ] && [ -x "$p/bin/hps-bench" ] || return 1
+	[ -x "$p/bin/hps_run" ] && [ -x "$p/bin/hps-bench" ] &&
+		[ -x "$p/bin/hps-ss" ] || return 1
 	# hps_run finds its library in ../lib (a dry run needs no module).
 	"$p/bin/hps_run" -n true || { say "hps_run -n true failed"; return 1; }
 	"$p/bin/hps-bench" --csv-columns | grep -q '^transport,test,' || return 1
+	"$p/bin/hps-ss" --help | grep -q '^usage: hps-ss' || return 1
 	for page in "$p"/share/man/man*/*; do
 		out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
 		[ -z "$out" ] || { say "$page: $out"; rc=1; }
@@ -172,7 +174,7 @@ destdir_files() {
 		{ say "man -w af_hps does not find the page"; rc=1; }
 	return $rc
 }
-check "make install DESTDIR: header, hps_run, its library, hps-bench, man pages" \
+check "make install DESTDIR: header, hps_run, its library, hps-bench, hps-ss, man pages" \
 	destdir_files
 
 nothing_outside() {

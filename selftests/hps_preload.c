@@ -829,7 +829,8 @@ TEST(options_carried_or_refused)
 	EXPECT_LOG(&r, "IP_TOS not carried to AF_HPS, which refuses it (");
 	EXPECT_LOG(&r, "IP_FREEBIND not carried to AF_HPS, which refuses it (");
 	EXPECT_LOG(&r, "SO_ATTACH_FILTER not carried to AF_HPS: its value points into the program's memory");
-	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=0 listen=ok keepalive=0 nodelay=0 ");
+	/* AF_HPS's SO_KEEPALIVE starts on (net.hps.keepalive_ms, af_hps.rst) */
+	EXPECT_LINE(&r, "sock tcp4 domain=22 nonblock=0 cloexec=0 listen=ok keepalive=1 nodelay=0 ");
 	EXPECT_LOG(&r, "SO_ATTACH_BPF not carried to AF_HPS: its value is a descriptor number");
 	EXPECT_LINE(&r, "sock tcp6 domain=10 nonblock=0 cloexec=0 listen=ok ");
 	EXPECT_LINE(&r, " v6only=1 ");

@@ -20,6 +20,10 @@ Fails (exit status 1, one line per problem) when
 - a long option or a test of tools/bench/hps-bench.c is missing from
   hps-bench.1 (or the test from performance.rst), or hps-bench.1 lists
   one the program does not have;
+- a long option of tools/hps-ss.c is missing from hps-ss.8's OPTIONS, or
+  hps-ss.8 lists one the program does not take;
+- a tracepoint of af_hps/hps_trace.h is missing from af_hps.7's TRACEPOINTS
+  or from af_hps.rst, or af_hps.7 lists one the code does not have;
 - a man page does not render without warnings (groff -ww -man -z, and
   man --warnings -l where man-db is installed).
 
@@ -36,7 +40,7 @@ import sys
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 MAN = os.path.join(TOP, 'Documentation', 'man')
 DOC = os.path.join(TOP, 'Documentation')
-PAGES = ['af_hps.7', 'hps_run.1', 'hps-bench.1']
+PAGES = ['af_hps.7', 'hps_run.1', 'hps-bench.1', 'hps-ss.8']
 
 problems = []
 
@@ -251,6 +255,45 @@ def check_hps_bench():
                     'not have' % t)
 
 
+# --- hps-ss.8, the tracepoints ----------------------------------------------
+
+def check_hps_ss():
+    src = read('tools', 'hps-ss.c')
+    secs = sections('hps-ss.8')
+    opts = re.findall(r'\{\s*"([\w-]+)",\s*(?:no|required|optional)_argument',
+                      src)
+    if not opts:
+        problem('hps-ss.c: no option table found')
+    man_opts = [w[2:] for w in tag_words(section_lines(secs, 'OPTIONS'),
+                                         r'--[\w-]+')]
+    for o in opts:
+        if o not in man_opts:
+            problem('hps-ss.8: option --%s is not documented' % o)
+    for o in man_opts:
+        if o not in opts:
+            problem('hps-ss.8: documents --%s, which hps-ss does not take'
+                    % o)
+
+
+def check_tracepoints(secs, af_rst):
+    src = read('af_hps', 'hps_trace.h')
+    events = re.findall(r'^(?:TRACE_EVENT|DEFINE_EVENT)\((?:\w+,\s*)?'
+                        r'(hps_\w+),', src, re.M)
+    if not events:
+        problem('hps_trace.h: no tracepoint found')
+    man = tag_words(section_lines(secs, 'TRACEPOINTS'))
+    for name in events:
+        if name not in man:
+            problem('af_hps.7: tracepoint %s is not documented under '
+                    'TRACEPOINTS' % name)
+        if '``%s``' % name not in af_rst:
+            problem('af_hps.rst: tracepoint %s is not documented' % name)
+    for name in man:
+        if name.startswith('hps_') and name not in events:
+            problem('af_hps.7: TRACEPOINTS lists %s, which hps_trace.h does '
+                    'not define' % name)
+
+
 # --- rendering ---------------------------------------------------------------
 
 def check_render():
@@ -283,6 +326,8 @@ def main():
     check_uapi(secs, man_text, af_rst)
     check_hps_run()
     check_hps_bench()
+    check_hps_ss()
+    check_tracepoints(secs, af_rst)
     check_render()
     for p in problems:
         print('check-docs: ' + p)

@@ -63,4 +63,236 @@ struct hps_info {
 	__u64	hpsi_rx_bytes;
 };
 
+/*
+ * sock_diag: a NETLINK_SOCK_DIAG socket lists the AF_HPS sockets of its
+ * network namespace, and reads the namespace's counters, with a
+ * SOCK_DIAG_BY_FAMILY request (NLM_F_REQUEST | NLM_F_DUMP) carrying a
+ * struct hps_diag_req whose sdiag_family is AF_HPS (as ss(8) does for
+ * TCP, tools/hps-ss.c). Any user may ask: every socket of the namespace
+ * is listed, with its owner's uid, as ss lists TCP sockets.
+ */
+
+/* hps_diag_req.sdiag_protocol: what to dump */
+#define HPS_DIAG_SOCKS	0	/* one struct hps_diag_msg per socket */
+#define HPS_DIAG_STATS	1	/* one struct hps_diag_stats: the counters */
+
+/**
+ * struct hps_diag_req - the request
+ * @sdiag_family:	AF_HPS
+ * @sdiag_protocol:	HPS_DIAG_SOCKS or HPS_DIAG_STATS
+ * @hdiag_pad:		0
+ * @hdiag_states:	sockets in these states only, a bit (1 << TCP_*) per
+ *			state (TCP_ESTABLISHED is 1, ..., TCP_LISTEN 10); 0
+ *			or ~0: every state
+ * @hdiag_show:		the attributes wanted, HPS_SHOW_* bits
+ * @hdiag_ino:		0, or only the socket of this inode
+ *
+ * Requests shorter than this structure fail with EINVAL.
+ */
+struct hps_diag_req {
+	__u8	sdiag_family;
+	__u8	sdiag_protocol;
+	__u16	hdiag_pad;
+	__u32	hdiag_states;
+	__u32	hdiag_show;
+	__u32	hdiag_ino;
+};
+
+/**
+ * struct hps_diag_msg - one socket (HPS_DIAG_SOCKS), then its attributes
+ * @hdiag_family:	AF_HPS
+ * @hdiag_state:	socket state, TCP_* numbering
+ * @hdiag_shutdown:	shut down: 1 receiving, 2 sending (bits)
+ * @hdiag_addr_family:	AF_INET or AF_INET6 of the addresses below; 0 while
+ *			the socket has none
+ * @hdiag_sport:	local port (network order)
+ * @hdiag_dport:	peer port (network order), 0 without a peer
+ * @hdiag_src:		local address; IPv4 in hdiag_src[0]
+ * @hdiag_dst:		peer address
+ * @hdiag_rqueue:	listener: connections waiting for accept(); else
+ *			bytes received and not read (SIOCINQ)
+ * @hdiag_wqueue:	listener: its backlog; else bytes written and not
+ *			yet delivered to the peer (SIOCOUTQ)
+ * @hdiag_uid:		owner's uid, in the requester's user namespace
+ * @hdiag_inode:	inode of the socket's file (as in /proc/PID/fd:
+ *			socket:[INODE]), 0 when it has none (a connection
+ *			not yet accepted, a closed socket finishing)
+ * @hdiag_cookie:	the socket's cookie (SO_COOKIE), low word first
+ */
+struct hps_diag_msg {
+	__u8	hdiag_family;
+	__u8	hdiag_state;
+	__u8	hdiag_shutdown;
+	__u8	hdiag_addr_family;
+	__be16	hdiag_sport;
+	__be16	hdiag_dport;
+	__be32	hdiag_src[4];
+	__be32	hdiag_dst[4];
+	__u32	hdiag_rqueue;
+	__u32	hdiag_wqueue;
+	__u32	hdiag_uid;
+	__u32	hdiag_inode;
+	__u32	hdiag_cookie[2];
+};
+
+/*
+ * Attributes after struct hps_diag_msg, each sent when its HPS_SHOW_* bit
+ * is in hdiag_show. Their structures only ever grow at the end; a reader
+ * takes min(its size, the attribute's length) and zero for the rest.
+ */
+enum {
+	HPS_DIAG_UNSPEC,
+	HPS_DIAG_RDMA,		/* struct hps_diag_rdma */
+	HPS_DIAG_FLOW,		/* struct hps_diag_flow */
+	HPS_DIAG_COUNTERS,	/* struct hps_diag_counters */
+	HPS_DIAG_ZCOPY,		/* struct hps_diag_zcopy */
+	HPS_DIAG_KEEPALIVE,	/* struct hps_diag_keepalive */
+	HPS_DIAG_BUSYPOLL,	/* struct hps_diag_busypoll */
+	HPS_DIAG_STAT,		/* HPS_DIAG_STATS: one counter, nested */
+	HPS_DIAG_PAD,
+	__HPS_DIAG_MAX
+};
+
+#define HPS_DIAG_MAX		(__HPS_DIAG_MAX - 1)
+
+#define HPS_SHOW_RDMA		(1U << (HPS_DIAG_RDMA - 1))
+#define HPS_SHOW_FLOW		(1U << (HPS_DIAG_FLOW - 1))
+#define HPS_SHOW_COUNTERS	(1U << (HPS_DIAG_COUNTERS - 1))
+#define HPS_SHOW_ZCOPY		(1U << (HPS_DIAG_ZCOPY - 1))
+#define HPS_SHOW_KEEPALIVE	(1U << (HPS_DIAG_KEEPALIVE - 1))
+#define HPS_SHOW_BUSYPOLL	(1U << (HPS_DIAG_BUSYPOLL - 1))
+
+#define HPS_DIAG_DEVNAME_MAX	64	/* IB_DEVICE_NAME_MAX */
+
+/**
+ * struct hps_diag_rdma - where the connection runs (HPS_DIAG_RDMA)
+ * @hdr_dev:	RDMA device name ("rxe0"), "" while the socket has none
+ *		(unbound, or a listener on every device)
+ * @hdr_port:	the device's port number, 0 if none
+ * @hdr_qpn:	the connection's QP number, 0 without a QP
+ */
+struct hps_diag_rdma {
+	char	hdr_dev[HPS_DIAG_DEVNAME_MAX];
+	__u32	hdr_port;
+	__u32	hdr_qpn;
+};
+
+/**
+ * struct hps_diag_flow - credits and queues (HPS_DIAG_FLOW)
+ * @hdf_version:	wire protocol version in use (0 before a connection)
+ * @hdf_credits:	send credits held: peer receive buffers this end may
+ *			still fill
+ * @hdf_peer_credits:	receive buffers of this end the peer may still fill
+ *			(at most: messages in flight are not known)
+ * @hdf_rx_bufs:	receive buffers this end posted: its window
+ * @hdf_tx_bufs:	send buffers
+ * @hdf_peer_window:	the peer's window (its hello's credits)
+ * @hdf_buf_size:	bytes per buffer, the 8-byte header included; the
+ *			window in bytes is hdf_rx_bufs * hdf_buf_size
+ * @hdf_rx_queued:	bytes received and not read
+ * @hdf_tx_queued:	bytes written and not yet delivered
+ * @hdf_stalls:		credit stalls so far (data waited for credits)
+ * @hdf_stalled:	1 while data waits for credits now
+ */
+struct hps_diag_flow {
+	__u32	hdf_version;
+	__u32	hdf_credits;
+	__u32	hdf_peer_credits;
+	__u32	hdf_rx_bufs;
+	__u32	hdf_tx_bufs;
+	__u32	hdf_peer_window;
+	__u32	hdf_buf_size;
+	__u32	hdf_rx_queued;
+	__u32	hdf_tx_queued;
+	__u32	hdf_stalls;
+	__u32	hdf_stalled;
+};
+
+/**
+ * struct hps_diag_counters - what the socket moved (HPS_DIAG_COUNTERS)
+ * @hdc_tx_bytes:	payload bytes sent
+ * @hdc_rx_bytes:	payload bytes received
+ * @hdc_tx_msgs:	messages sent (data and control, protocol.rst)
+ * @hdc_rx_msgs:	messages received
+ */
+struct hps_diag_counters {
+	__u64	hdc_tx_bytes;
+	__u64	hdc_rx_bytes;
+	__u64	hdc_tx_msgs;
+	__u64	hdc_rx_msgs;
+};
+
+/* hps_diag_zcopy.hdz_flags */
+#define HPS_DIAG_ZC_CAPABLE	0x1	/* set up for zero-copy sends */
+#define HPS_DIAG_ZC_TX		0x2	/* a zero-copy send is under way */
+#define HPS_DIAG_ZC_RX		0x4	/* the peer's advertised bytes wait */
+#define HPS_DIAG_ZC_READING	0x8	/* an RDMA Read of them is in flight */
+
+/**
+ * struct hps_diag_zcopy - zero copy (HPS_DIAG_ZCOPY)
+ * @hdz_thresh:		HPS_ZCOPY_THRESH (0: off)
+ * @hdz_flags:		HPS_DIAG_ZC_* bits
+ * @hdz_tx_len:		bytes the send under way advertised
+ * @hdz_rx_len:		advertised bytes of the peer not read yet
+ */
+struct hps_diag_zcopy {
+	__u32	hdz_thresh;
+	__u32	hdz_flags;
+	__u32	hdz_tx_len;
+	__u32	hdz_rx_len;
+};
+
+/**
+ * struct hps_diag_keepalive - keepalive in effect (HPS_DIAG_KEEPALIVE)
+ * @hdk_on:		SO_KEEPALIVE
+ * @hdk_idle_ms:	TCP_KEEPIDLE, in milliseconds
+ * @hdk_intvl_ms:	TCP_KEEPINTVL, in milliseconds
+ * @hdk_cnt:		TCP_KEEPCNT
+ * @hdk_user_timeout_ms: TCP_USER_TIMEOUT (0: none)
+ * @hdk_probes:		probes sent so far
+ */
+struct hps_diag_keepalive {
+	__u32	hdk_on;
+	__u32	hdk_idle_ms;
+	__u32	hdk_intvl_ms;
+	__u32	hdk_cnt;
+	__u32	hdk_user_timeout_ms;
+	__u32	hdk_probes;
+};
+
+/* hps_diag_busypoll.hdb_state */
+#define HPS_BUSYPOLL_ABSENT	0	/* this AF_HPS does not busy-poll */
+
+/**
+ * struct hps_diag_busypoll - busy polling (HPS_DIAG_BUSYPOLL)
+ * @hdb_state:		HPS_BUSYPOLL_ABSENT: AF_HPS has no busy polling
+ *			yet; later values will say whether it is on
+ * @hdb_usecs:		how long a read busy-polls, in microseconds (0)
+ */
+struct hps_diag_busypoll {
+	__u32	hdb_state;
+	__u32	hdb_usecs;
+};
+
+/*
+ * HPS_DIAG_STATS: one message, struct hps_diag_stats, then an HPS_DIAG_STAT
+ * attribute per counter of /proc/net/hps_stat, in its order, nesting its
+ * name and value.
+ */
+struct hps_diag_stats {
+	__u8	hdiag_family;	/* AF_HPS */
+	__u8	hdiag_pad[3];
+	__u32	hdiag_count;	/* number of HPS_DIAG_STAT attributes */
+};
+
+enum {
+	HPS_DIAG_STAT_UNSPEC,
+	HPS_DIAG_STAT_NAME,	/* string: the line's name */
+	HPS_DIAG_STAT_VALUE,	/* __s64: its value */
+	HPS_DIAG_STAT_PAD,
+	__HPS_DIAG_STAT_MAX
+};
+
+#define HPS_DIAG_STAT_MAX	(__HPS_DIAG_STAT_MAX - 1)
+
 #endif /* _UAPI_LINUX_AF_HPS_H */

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * sock_diag: the AF_HPS sockets of a network namespace, and its counters,
+ * over NETLINK_SOCK_DIAG (the requests and answers are in
+ * <linux/af_hps.h>; tools/hps-ss.c reads them). Built into af_hps.ko:
+ * sock_diag_register() takes any family below AF_MAX, and AF_HPS borrows
+ * AF_SNA (22), which no diag module of Linux 6.1 registers.
+ *
+ * A dump walks the namespace's socket list (hps_net.socks). The list is
+ * in descending order of hps_sock.diag_id, so a dump that has to go on in
+ * a new message buffer goes on from the id it stopped at: sockets made
+ * meanwhile (higher ids) are not listed, none is listed twice, and every
+ * socket that lives through the dump is listed. Sockets are taken out of
+ * the list a few at a time, each with a reference, under socks_lock; each
+ * is then described under its socket lock (its cm_id and QP are
+ * protected by it) and hps_sock.lock (its counters).
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/sock_diag.h>
+#include <net/netlink.h>
+#include <net/tcp_states.h>
+
+#include "hps.h"
+
+#define HPS_DIAG_BATCH	16	/* sockets taken from the list at once */
+
+/* The request of a dump; its length was checked at its start. */
+static const struct hps_diag_req *hps_diag_req(struct netlink_callback *cb)
+{
+	return nlmsg_data(cb->nlh);
+}
+
+static void hps_diag_addr(const struct sockaddr_storage *ss, __be32 *addr,
+			  __be16 *port)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		addr[0] = sin->sin_addr.s_addr;
+		*port = sin->sin_port;
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const void *)ss;
+
+		memcpy(addr, &sin6->sin6_addr, sizeof(sin6->sin6_addr));
+		*port = sin6->sin6_port;
+	}
+}
+
+/* What is read under hs->lock. */
+struct hps_diag_snap {
+	struct hps_diag_flow		flow;
+	struct hps_diag_counters	cnt;
+	struct hps_diag_zcopy		zc;
+	struct hps_diag_keepalive	ka;
+};
+
+static void hps_diag_snap(struct hps_sock *hs, struct hps_diag_snap *s)
+{
+	bool conn = test_bit(HPS_F_WAS_CONN, &hs->flags);
+
+	memset(s, 0, sizeof(*s));
+	s->ka.hdk_on = READ_ONCE(hs->ka_on);
+	s->ka.hdk_idle_ms = hps_ka_idle_ms(hs);
+	s->ka.hdk_intvl_ms = hps_ka_intvl_ms(hs);
+	s->ka.hdk_cnt = hps_ka_cnt(hs);
+	s->ka.hdk_user_timeout_ms = READ_ONCE(hs->user_timeout);
+	s->zc.hdz_thresh = READ_ONCE(hs->zc_thresh);
+
+	spin_lock_bh(&hs->lock);
+	if (conn) {
+		s->flow.hdf_version = HPS_PROTO_VERSION;
+		s->flow.hdf_credits = hs->tx_credits;
+		/* posted, announced and not holding unread data (HPS_INFO) */
+		s->flow.hdf_peer_credits = hs->nrx - hs->rx_pending -
+					   hs->rx_nready;
+		s->flow.hdf_rx_bufs = hs->nrx;
+		s->flow.hdf_tx_bufs = hs->ntx;
+		s->flow.hdf_peer_window = hs->peer_credits_max;
+		s->flow.hdf_buf_size = hs->buf_size;
+	}
+	s->flow.hdf_rx_queued = hs->rx_queued;
+	s->flow.hdf_tx_queued = hs->tx_queued;
+	s->flow.hdf_stalls = hs->tx_stalls;
+	s->flow.hdf_stalled = hs->tx_stalled;
+	s->cnt.hdc_tx_bytes = hs->tx_bytes;
+	s->cnt.hdc_rx_bytes = hs->rx_bytes;
+	s->cnt.hdc_tx_msgs = hs->tx_msgs;
+	s->cnt.hdc_rx_msgs = hs->rx_msgs;
+	s->ka.hdk_probes = hs->ka_probes;
+	if (hs->zc_cap)
+		s->zc.hdz_flags |= HPS_DIAG_ZC_CAPABLE;
+	if (test_bit(HPS_F_ZC_TX, &hs->flags)) {
+		s->zc.hdz_flags |= HPS_DIAG_ZC_TX;
+		s->zc.hdz_tx_len = hs->zc_tx_len;
+	}
+	if (hs->zc_rx) {
+		s->zc.hdz_flags |= HPS_DIAG_ZC_RX;
+		s->zc.hdz_rx_len = hs->zc_rx->len - hs->zc_rx->off;
+	}
+	if (test_bit(HPS_F_ZC_READING, &hs->flags))
+		s->zc.hdz_flags |= HPS_DIAG_ZC_READING;
+	spin_unlock_bh(&hs->lock);
+}
+
+/*
+ * One socket's message. Context: process, the socket's lock held.
+ * Return: 0, or -EMSGSIZE when @skb is full.
+ */
+static int hps_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
+			 struct hps_sock *hs)
+{
+	const struct hps_diag_req *req = hps_diag_req(cb);
+	struct user_namespace *user_ns = sk_user_ns(NETLINK_CB(cb->skb).sk);
+	struct sock *sk = &hs->sk;
+	u32 show = req->hdiag_show;
+	struct hps_diag_snap snap;
+	struct hps_diag_msg *r;
+	struct nlmsghdr *nlh;
+
+	sock_owned_by_me(sk);
+	nlh = nlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			SOCK_DIAG_BY_FAMILY, sizeof(*r), NLM_F_MULTI);
+	if (!nlh)
+		return -EMSGSIZE;
+	r = nlmsg_data(nlh);
+	memset(r, 0, sizeof(*r));
+	r->hdiag_family = AF_HPS;
+	r->hdiag_state = sk->sk_state;
+	r->hdiag_shutdown = sk->sk_shutdown;
+	r->hdiag_addr_family = hs->local.ss_family ?: hs->peer.ss_family;
+	hps_diag_addr(&hs->local, r->hdiag_src, &r->hdiag_sport);
+	hps_diag_addr(&hs->peer, r->hdiag_dst, &r->hdiag_dport);
+	if (sk->sk_state == TCP_LISTEN) {
+		r->hdiag_rqueue = READ_ONCE(sk->sk_ack_backlog);
+		r->hdiag_wqueue = READ_ONCE(sk->sk_max_ack_backlog);
+	} else {
+		r->hdiag_rqueue = READ_ONCE(hs->rx_queued);
+		r->hdiag_wqueue = READ_ONCE(hs->tx_queued);
+	}
+	r->hdiag_uid = from_kuid_munged(user_ns, sock_i_uid(sk));
+	r->hdiag_inode = sock_i_ino(sk);
+	sock_diag_save_cookie(sk, r->hdiag_cookie);
+
+	if (show & HPS_SHOW_RDMA) {
+		struct hps_diag_rdma rd = {};
+		struct rdma_cm_id *id = hs->cm_id;
+
+		if (id && id->device) {
+			strscpy(rd.hdr_dev, dev_name(&id->device->dev),
+				sizeof(rd.hdr_dev));
+			rd.hdr_port = id->port_num;
+		}
+		if (hs->qp)
+			rd.hdr_qpn = hs->qp->qp_num;
+		if (nla_put(skb, HPS_DIAG_RDMA, sizeof(rd), &rd))
+			goto full;
+	}
+	hps_diag_snap(hs, &snap);
+	if (show & HPS_SHOW_FLOW &&
+	    nla_put(skb, HPS_DIAG_FLOW, sizeof(snap.flow), &snap.flow))
+		goto full;
+	if (show & HPS_SHOW_COUNTERS &&
+	    nla_put_64bit(skb, HPS_DIAG_COUNTERS, sizeof(snap.cnt), &snap.cnt,
+			  HPS_DIAG_PAD))
+		goto full;
+	if (show & HPS_SHOW_ZCOPY &&
+	    nla_put(skb, HPS_DIAG_ZCOPY, sizeof(snap.zc), &snap.zc))
+		goto full;
+	if (show & HPS_SHOW_KEEPALIVE &&
+	    nla_put(skb, HPS_DIAG_KEEPALIVE, sizeof(snap.ka), &snap.ka))
+		goto full;
+	if (show & HPS_SHOW_BUSYPOLL) {
+		struct hps_diag_busypoll bp = {
+			.hdb_state = HPS_BUSYPOLL_ABSENT,
+		};
+
+		if (nla_put(skb, HPS_DIAG_BUSYPOLL, sizeof(bp), &bp))
+			goto full;
+	}
+	nlmsg_end(skb, nlh);
+	return 0;
+
+full:
+	nlmsg_cancel(skb, nlh);
+	return -EMSGSIZE;
+}
+
+static bool hps_diag_wanted(const struct hps_diag_req *req,
+			    struct hps_sock *hs)
+{
+	u32 states = req->hdiag_states;
+	int state = READ_ONCE(hs->sk.sk_state);
+
+	if (states && !(states & BIT(state)))
+		return false;
+	return !req->hdiag_ino || sock_i_ino(&hs->sk) == req->hdiag_ino;
+}
+
+/*
+ * netlink dump callback: the sockets after the one cb->args[0] names
+ * (cb->args[1] set once one was sent). Context: process (the requester's
+ * recvmsg(), or the request itself); sleeps on socket locks.
+ */
+static int hps_diag_dump_socks(struct sk_buff *skb,
+			       struct netlink_callback *cb)
+{
+	struct hps_net *hn = hps_net(sock_net(skb->sk));
+	const struct hps_diag_req *req = hps_diag_req(cb);
+	struct hps_sock *batch[HPS_DIAG_BATCH], *hs;
+	int i, n, err = 0;
+
+	might_sleep();
+	do {
+		n = 0;
+		spin_lock_bh(&hn->socks_lock);
+		hlist_for_each_entry(hs, &hn->socks, net_node) {
+			if (cb->args[1] && hs->diag_id >= (u64)cb->args[0])
+				continue;
+			/* a socket being freed is still on the list */
+			if (!refcount_inc_not_zero(&hs->sk.sk_refcnt))
+				continue;
+			batch[n++] = hs;
+			if (n == HPS_DIAG_BATCH)
+				break;
+		}
+		spin_unlock_bh(&hn->socks_lock);
+
+		for (i = 0; i < n; i++) {
+			hs = batch[i];
+			if (!err && hps_diag_wanted(req, hs)) {
+				lock_sock(&hs->sk);
+				err = hps_diag_fill(skb, cb, hs);
+				release_sock(&hs->sk);
+			}
+			if (!err) {
+				cb->args[0] = hs->diag_id;
+				cb->args[1] = 1;
+			}
+			sock_put(&hs->sk);
+		}
+	} while (!err && n == HPS_DIAG_BATCH);
+
+	/* Full: the rest goes in the next buffer (one socket always fits). */
+	return err && !skb->len ? err : skb->len;
+}
+
+/* netlink dump callback of HPS_DIAG_STATS: one message. */
+static int hps_diag_dump_stats(struct sk_buff *skb,
+			       struct netlink_callback *cb)
+{
+	struct hps_net *hn = hps_net(sock_net(skb->sk));
+	struct hps_diag_stats *r;
+	struct nlmsghdr *nlh;
+	struct nlattr *nest;
+	int i;
+
+	if (cb->args[0])
+		return 0;	/* sent */
+	nlh = nlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			SOCK_DIAG_BY_FAMILY, sizeof(*r), NLM_F_MULTI);
+	if (!nlh)
+		return -EMSGSIZE;
+	r = nlmsg_data(nlh);
+	memset(r, 0, sizeof(*r));
+	r->hdiag_family = AF_HPS;
+	r->hdiag_count = HPS_STAT_MAX;
+	for (i = 0; i < HPS_STAT_MAX; i++) {
+		nest = nla_nest_start(skb, HPS_DIAG_STAT);
+		if (!nest ||
+		    nla_put_string(skb, HPS_DIAG_STAT_NAME, hps_stat_name(i)) ||
+		    nla_put_s64(skb, HPS_DIAG_STAT_VALUE, hps_stat_read(hn, i),
+				HPS_DIAG_STAT_PAD)) {
+			nlmsg_cancel(skb, nlh);
+			return -EMSGSIZE;
+		}
+		nla_nest_end(skb, nest);
+	}
+	nlmsg_end(skb, nlh);
+	cb->args[0] = 1;
+	return skb->len;
+}
+
+/*
+ * sock_diag_handler.dump: a SOCK_DIAG_BY_FAMILY request for AF_HPS.
+ * Context: process, under sock_diag's mutex.
+ */
+static int hps_diag_handler_dump(struct sk_buff *skb, struct nlmsghdr *h)
+{
+	struct net *net = sock_net(skb->sk);
+	const struct hps_diag_req *req;
+	struct netlink_dump_control c = {
+		.min_dump_alloc = SKB_WITH_OVERHEAD(32768),
+	};
+
+	if (nlmsg_len(h) < (int)sizeof(*req))
+		return -EINVAL;
+	req = nlmsg_data(h);
+	if (req->hdiag_pad)
+		return -EINVAL;
+	if (!(h->nlmsg_flags & NLM_F_DUMP))
+		return -EOPNOTSUPP;
+	switch (req->sdiag_protocol) {
+	case HPS_DIAG_SOCKS:
+		c.dump = hps_diag_dump_socks;
+		break;
+	case HPS_DIAG_STATS:
+		c.dump = hps_diag_dump_stats;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return netlink_dump_start(net->diag_nlsk, skb, h, &c);
+}
+
+static const struct sock_diag_handler hps_diag_handler = {
+	.owner	= THIS_MODULE,
+	.family	= AF_HPS,
+	.dump	= hps_diag_handler_dump,
+};
+
+/**
+ * hps_diag_register() - answer sock_diag requests for AF_HPS
+ *
+ * Context: module init.
+ * Return: 0 or -errno (-EBUSY: another module has a handler for 22).
+ */
+int hps_diag_register(void)
+{
+	return sock_diag_register(&hps_diag_handler);
+}
+
+/**
+ * hps_diag_unregister() - undo hps_diag_register()
+ *
+ * sock_diag holds a module reference while it runs a handler, so none
+ * runs once the module goes.
+ */
+void hps_diag_unregister(void)
+{
+	sock_diag_unregister(&hps_diag_handler);
+}
