@@ -270,8 +270,6 @@ enum {
  * struct hps_sock - an AF_HPS socket and its connection
  * @sk: the generic socket; must stay first (sk_alloc() sizes by proto)
  * @net_node: entry in its namespace's socket list (hps_net.socks)
- * @diag_id: number of the socket in that list: later sockets have higher
- *	     ones, and the list is in descending order (hps_diag.c)
  * @flags: HPS_F_* bits
  * @cm_id: rdma_cm id (listener or connection); socket lock, destroyed by
  *	   connd for connections and by release for listeners
@@ -386,7 +384,6 @@ enum {
 struct hps_sock {
 	struct sock		sk;
 	struct hlist_node	net_node;
-	u64			diag_id;
 	unsigned long		flags;
 	struct rdma_cm_id	*cm_id;
 	struct ib_qp		*qp;
@@ -607,6 +604,7 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 void hps_tx_push(struct hps_sock *hs);
 bool hps_tx_writable(struct hps_sock *hs);
 void hps_tx_close_open(struct hps_sock *hs);
+void hps_tx_stall_update(struct hps_sock *hs);
 void hps_send_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
@@ -763,7 +761,6 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  * @socks_lock: protects @socks (BH: sockets may be freed from softirq)
  * @socks: every AF_HPS socket of the namespace (hps_sock.net_node), the
  *	   newest first
- * @next_id: the next socket's hps_sock.diag_id (@socks_lock)
  * @reg: its registration cache
  * @stats: its event counters (per CPU; hps_stats.c)
  *
@@ -773,7 +770,6 @@ struct hps_net {
 	struct ctl_table_header	*hdr;
 	spinlock_t		socks_lock;	/* see above */
 	struct hlist_head	socks;
-	u64			next_id;
 	unsigned int		credits;
 	unsigned int		buf_size;
 	unsigned int		ack_thresh;

@@ -101,6 +101,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	 */
 	spin_lock_bh(&hs->lock);
 	clear_bit(HPS_F_CONN_UP, &hs->flags);
+	hps_tx_stall_update(hs);	/* a stall ends with the connection */
 	spin_unlock_bh(&hs->lock);
 	sk_stop_timer_sync(sk, &sk->sk_timer);
 	sk_stop_timer_sync(sk, &hs->nudge_timer);

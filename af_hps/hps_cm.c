@@ -742,12 +742,12 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	chs->zc_thresh = lhs->zc_thresh;
 	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
 	/* keepalive options, as TCP's children inherit them */
-	chs->ka_on = READ_ONCE(lhs->ka_on);
-	chs->ka_user = READ_ONCE(lhs->ka_user);
-	chs->ka_idle = READ_ONCE(lhs->ka_idle);
-	chs->ka_intvl = READ_ONCE(lhs->ka_intvl);
-	chs->ka_cnt = READ_ONCE(lhs->ka_cnt);
-	chs->user_timeout = READ_ONCE(lhs->user_timeout);
+	WRITE_ONCE(chs->ka_on, READ_ONCE(lhs->ka_on));
+	WRITE_ONCE(chs->ka_user, READ_ONCE(lhs->ka_user));
+	WRITE_ONCE(chs->ka_idle, READ_ONCE(lhs->ka_idle));
+	WRITE_ONCE(chs->ka_intvl, READ_ONCE(lhs->ka_intvl));
+	WRITE_ONCE(chs->ka_cnt, READ_ONCE(lhs->ka_cnt));
+	WRITE_ONCE(chs->user_timeout, READ_ONCE(lhs->user_timeout));
 
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
 	hps_conn_params(chs);

@@ -125,7 +125,6 @@ void hps_sock_init(struct hps_sock *hs)
 	hs->ka_on = READ_ONCE(hn->keepalive_ms) != 0;
 	sock_valbool_flag(sk, SOCK_KEEPOPEN, hs->ka_on);
 	spin_lock_bh(&hn->socks_lock);
-	hs->diag_id = ++hn->next_id;
 	hlist_add_head(&hs->net_node, &hn->socks);
 	spin_unlock_bh(&hn->socks_lock);
 }

@@ -9,11 +9,12 @@
  * AF_SNA (22), which no diag module of Linux 6.1 registers.
  *
  * A dump walks the namespace's socket list (hps_net.socks). The list is
- * in descending order of hps_sock.diag_id, so a dump that has to go on in
- * a new message buffer goes on from the id it stopped at: sockets made
- * meanwhile (higher ids) are not listed, none is listed twice, and every
- * socket that lives through the dump is listed. Sockets are taken out of
- * the list a few at a time, each with a reference, under socks_lock; each
+ * newest first (new sockets go at its head), so a dump that has to go on
+ * in a new message buffer goes on after the socket it stopped at, which
+ * it keeps a reference on: sockets made meanwhile are not listed, none is
+ * listed twice, and every socket that lives through the dump is listed.
+ * Sockets are taken out of the list a few at a time, each with a
+ * reference, under socks_lock; each
  * is then described under its socket lock (its cm_id and QP are
  * protected by it) and hps_sock.lock (its counters).
  */
@@ -204,9 +205,12 @@ static bool hps_diag_wanted(const struct hps_diag_req *req,
 }
 
 /*
- * netlink dump callback: the sockets after the one cb->args[0] names
- * (cb->args[1] set once one was sent). Context: process (the requester's
- * recvmsg(), or the request itself); sleeps on socket locks.
+ * netlink dump callback: the sockets after the one cb->args[0] holds (a
+ * referenced hps_sock, NULL at the start). A referenced socket stays on
+ * the list (hps_sock_destruct() takes it off), so the walk goes on from it
+ * in every batch and in every later buffer, and a dump of N sockets visits
+ * each once. Context: process (the requester's recvmsg(), or the request
+ * itself); sleeps on socket locks.
  */
 static int hps_diag_dump_socks(struct sk_buff *skb,
 			       struct netlink_callback *cb)
@@ -214,15 +218,18 @@ static int hps_diag_dump_socks(struct sk_buff *skb,
 	struct hps_net *hn = hps_net(sock_net(skb->sk));
 	const struct hps_diag_req *req = hps_diag_req(cb);
 	struct hps_sock *batch[HPS_DIAG_BATCH], *hs;
+	struct hps_sock *cur = (struct hps_sock *)cb->args[0];
 	int i, n, err = 0;
 
 	might_sleep();
 	do {
 		n = 0;
 		spin_lock_bh(&hn->socks_lock);
-		hlist_for_each_entry(hs, &hn->socks, net_node) {
-			if (cb->args[1] && hs->diag_id >= (u64)cb->args[0])
-				continue;
+		hs = cur ? hlist_entry_safe(cur->net_node.next,
+					    struct hps_sock, net_node) :
+			   hlist_entry_safe(hn->socks.first,
+					    struct hps_sock, net_node);
+		hlist_for_each_entry_from(hs, net_node) {
 			/* a socket being freed is still on the list */
 			if (!refcount_inc_not_zero(&hs->sk.sk_refcnt))
 				continue;
@@ -239,16 +246,31 @@ static int hps_diag_dump_socks(struct sk_buff *skb,
 				err = hps_diag_fill(skb, cb, hs);
 				release_sock(&hs->sk);
 			}
-			if (!err) {
-				cb->args[0] = hs->diag_id;
-				cb->args[1] = 1;
+			if (err) {
+				sock_put(&hs->sk);
+				continue;
 			}
-			sock_put(&hs->sk);
+			/* the new cursor keeps its reference */
+			if (cur)
+				sock_put(&cur->sk);
+			cur = hs;
 		}
+		cb->args[0] = (long)cur;
 	} while (!err && n == HPS_DIAG_BATCH);
 
 	/* Full: the rest goes in the next buffer (one socket always fits). */
 	return err && !skb->len ? err : skb->len;
+}
+
+/* netlink dump .done of HPS_DIAG_SOCKS: the cursor's reference. */
+static int hps_diag_dump_socks_done(struct netlink_callback *cb)
+{
+	struct hps_sock *cur = (struct hps_sock *)cb->args[0];
+
+	if (cur)
+		sock_put(&cur->sk);
+	cb->args[0] = 0;
+	return 0;
 }
 
 /* netlink dump callback of HPS_DIAG_STATS: one message. */
@@ -295,9 +317,7 @@ static int hps_diag_handler_dump(struct sk_buff *skb, struct nlmsghdr *h)
 {
 	struct net *net = sock_net(skb->sk);
 	const struct hps_diag_req *req;
-	struct netlink_dump_control c = {
-		.min_dump_alloc = SKB_WITH_OVERHEAD(32768),
-	};
+	struct netlink_dump_control c = {};
 
 	if (nlmsg_len(h) < (int)sizeof(*req))
 		return -EINVAL;
@@ -309,6 +329,7 @@ static int hps_diag_handler_dump(struct sk_buff *skb, struct nlmsghdr *h)
 	switch (req->sdiag_protocol) {
 	case HPS_DIAG_SOCKS:
 		c.dump = hps_diag_dump_socks;
+		c.done = hps_diag_dump_socks_done;
 		break;
 	case HPS_DIAG_STATS:
 		c.dump = hps_diag_dump_stats;
@@ -325,6 +346,9 @@ static const struct sock_diag_handler hps_diag_handler = {
 	.dump	= hps_diag_handler_dump,
 };
 
+/* The handler is ours (module init and exit only). */
+static bool hps_diag_registered;
+
 /**
  * hps_diag_register() - answer sock_diag requests for AF_HPS
  *
@@ -333,16 +357,22 @@ static const struct sock_diag_handler hps_diag_handler = {
  */
 int hps_diag_register(void)
 {
-	return sock_diag_register(&hps_diag_handler);
+	int err = sock_diag_register(&hps_diag_handler);
+
+	hps_diag_registered = !err;
+	return err;
 }
 
 /**
  * hps_diag_unregister() - undo hps_diag_register()
  *
  * sock_diag holds a module reference while it runs a handler, so none
- * runs once the module goes.
+ * runs once the module goes. Only a handler that was registered is taken
+ * away: sock_diag_unregister() clears the family's slot whoever holds it.
  */
 void hps_diag_unregister(void)
 {
-	sock_diag_unregister(&hps_diag_handler);
+	if (hps_diag_registered)
+		sock_diag_unregister(&hps_diag_handler);
+	hps_diag_registered = false;
 }

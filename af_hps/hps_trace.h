@@ -232,10 +232,8 @@ TRACE_EVENT(hps_conn_accept,
 			     __field(int, status)
 			     __field(int, err)),
 	    TP_fast_assign(__entry->skaddr = hs;
-			   memcpy(__entry->src, &id->route.addr.src_addr,
-				  sizeof(struct sockaddr_in6));
-			   memcpy(__entry->dst, &id->route.addr.dst_addr,
-				  sizeof(struct sockaddr_in6));
+			   hps_tp_addr(__entry->src, &id->route.addr.src_addr);
+			   hps_tp_addr(__entry->dst, &id->route.addr.dst_addr);
 			   __entry->outcome = outcome;
 			   __entry->event = event;
 			   __entry->status = status;

@@ -150,14 +150,16 @@ static u32 hps_tx_open_len(struct hps_sock *hs)
  * Credit stalls: data waits to be posted (full buffers, an open one that
  * would go, a zero-copy send's SRCAVAIL) and fewer than the two credits a
  * data message needs are left. Counted and traced when one begins and
- * ends. Context: hs->lock held.
+ * ends; a connection that goes down ends its stall (__hps_teardown()).
+ * Context: hs->lock held.
  */
-static void hps_tx_stall_update(struct hps_sock *hs)
+void hps_tx_stall_update(struct hps_sock *hs)
 {
 	bool stalled;
 
 	lockdep_assert_held(&hs->lock);
 	stalled = hs->tx_credits < 2 &&
+		  test_bit(HPS_F_CONN_UP, &hs->flags) &&
 		  test_bit(HPS_F_PEER_READY, &hs->flags) &&
 		  (hs->tx_posted != hs->tx_fill ||
 		   (hps_tx_open_len(hs) && !hs->tx_filling &&

@@ -10,7 +10,8 @@
  *    keepalive and busy-poll state, as the socket's own HPS_INFO and
  *    fstat() say; its filters (-l, -a, states, addresses, ports) and JSON;
  *  - a dump of hundreds of sockets spans several netlink buffers and lists
- *    each once;
+ *    each once; one paused while the sockets it has not reached are closed
+ *    goes on and ends, one abandoned half-way keeps no socket alive;
  *  - a user without privileges sees every socket with its uid, and no
  *    process that is not his;
  *  - from another network namespace hps-ss sees that namespace's sockets
@@ -34,6 +35,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 
 #include "kselftest_harness.h"
 #include "hps_util.h"
@@ -547,6 +550,156 @@ TEST(hps_ss_lists_many_sockets_once)
 	free(out);
 	for (i = 0; i < N; i++)
 		close(fds[i]);
+}
+
+/* A raw SOCK_DIAG dump of the AF_HPS sockets, every attribute asked for. */
+static int dump_start(void)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct hps_diag_req req;
+	} msg = {
+		.nlh = {
+			.nlmsg_len = sizeof(msg),
+			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+			.nlmsg_seq = 1,
+		},
+		.req = {
+			.sdiag_family = AF_HPS,
+			.sdiag_protocol = HPS_DIAG_SOCKS,
+			.hdiag_show = ~0u,
+		},
+	};
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+
+	if (fd < 0)
+		return -1;
+	if (send(fd, &msg, sizeof(msg), 0) != sizeof(msg)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * One buffer of a dump: its sockets' inodes appended to @inos (*n of
+ * @max so far; a message past @max is counted, not kept). 1 at its
+ * NLMSG_DONE, 0 if more is to come, -1 on an error.
+ */
+static int dump_read(int fd, unsigned int *inos, int max, int *n)
+{
+	static char buf[65536] __attribute__((aligned(8)));
+	ssize_t len = recv(fd, buf, sizeof(buf), 0);
+	struct nlmsghdr *h;
+	int left = len;
+
+	if (len <= 0)
+		return -1;
+	for (h = (void *)buf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+		if (h->nlmsg_type == NLMSG_DONE)
+			return 1;
+		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+			return -1;
+		if (*n < max)
+			inos[*n] = ((struct hps_diag_msg *)
+				    NLMSG_DATA(h))->hdiag_inode;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* The number of AF_HPS sockets a whole dump lists; -1 on an error. */
+static int dump_count(void)
+{
+	int fd = dump_start(), n = 0, r = 0;
+
+	if (fd < 0)
+		return -1;
+	while (!r)
+		r = dump_read(fd, NULL, 0, &n);
+	close(fd);
+	return r == 1 ? n : -1;
+}
+
+/* Wait up to 10 s for a dump to list at most @want sockets; the last count. */
+static int dump_count_falls_to(int want)
+{
+	int i, n = -1;
+
+	for (i = 0; i < 100; i++) {
+		n = dump_count();
+		if (n >= 0 && n <= want)
+			break;
+		usleep(100000);
+	}
+	return n;
+}
+
+/*
+ * A dump whose reader pauses after its first buffer, while every socket
+ * is closed, goes on after the last socket it sent and ends: each socket
+ * listed at most once, those closed before it reached them not at all.
+ * A dump abandoned after its first buffer (its netlink socket closed)
+ * keeps no socket alive: the count falls back to where it started.
+ */
+TEST(dump_paused_while_sockets_close)
+{
+	enum { N = 900 };	/* more than two buffers' worth, under 1024 fds */
+	static unsigned int ino[N], got[4 * N];
+	int fds[N], i, j, n = 0, r, nl, base, mine = 0, twice = 0, left;
+
+	base = dump_count();
+	ASSERT_GE(base, 0);
+	for (i = 0; i < N; i++) {
+		fds[i] = socket(AF_HPS, SOCK_STREAM, 0);
+		ASSERT_GE(fds[i], 0);
+		ino[i] = inode_of(fds[i]);
+	}
+	nl = dump_start();
+	ASSERT_GE(nl, 0);
+	ASSERT_EQ(0, dump_read(nl, got, 4 * N, &n));
+	for (i = 0; i < N; i++)
+		close(fds[i]);
+	do
+		r = dump_read(nl, got, 4 * N, &n);
+	while (!r);
+	close(nl);
+	EXPECT_EQ(1, r);
+	ASSERT_LE(n, 4 * N);
+	for (i = 0; i < N; i++) {
+		int seen = 0;
+
+		for (j = 0; j < n; j++)
+			seen += got[j] == ino[i];
+		mine += seen > 0;
+		twice += seen > 1;
+	}
+	TH_LOG("listed %d of %d before they were closed, %d in all", mine, N,
+	       n);
+	EXPECT_EQ(0, twice);
+	EXPECT_LT(0, mine);
+	EXPECT_GT(N, mine);
+	left = dump_count_falls_to(base);
+	EXPECT_LE(0, left);
+	EXPECT_GE(base, left);
+
+	/* abandoned after its first buffer */
+	for (i = 0; i < N; i++) {
+		fds[i] = socket(AF_HPS, SOCK_STREAM, 0);
+		ASSERT_GE(fds[i], 0);
+	}
+	nl = dump_start();
+	ASSERT_GE(nl, 0);
+	n = 0;
+	ASSERT_EQ(0, dump_read(nl, got, 4 * N, &n));
+	ASSERT_EQ(0, dump_read(nl, got, 4 * N, &n));
+	for (i = 0; i < N; i++)
+		close(fds[i]);
+	close(nl);
+	left = dump_count_falls_to(base);
+	EXPECT_LE(0, left);
+	EXPECT_GE(base, left);
 }
 
 /*
