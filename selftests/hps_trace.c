@@ -3,11 +3,12 @@
  * The af_hps tracepoints fire, with their fields, in the tests that
  * exercise their events (through tracefs): state changes; connect and
  * accept outcomes with the rdma_cm event and status (established,
- * refused, backlog full); credit stalls and resumes; aborts with their
- * reason (local, peer, user timeout); keepalive probes and the user
- * timeout; zero-copy decisions and fallbacks (zero copy, copy for a small
- * send, a non-blocking or peeking reader, a sender's cancel). The keepalive
- * timeout of a silent peer is checked in hps_ka_peer (two nodes).
+ * refused, backlog full); credit stalls and resumes (a reset ends a
+ * stall too); aborts with their reason (local, peer, user timeout);
+ * keepalive probes and the user timeout; zero-copy decisions and
+ * fallbacks (zero copy, copy for a small send, a non-blocking or peeking
+ * reader, a sender's cancel). The keepalive timeout of a silent peer is
+ * checked in hps_ka_peer (two nodes).
  *
  * hps-configs: 1:rxe
  */
@@ -183,6 +184,35 @@ TEST_F(tr, credit_stall_and_resume)
 	EXPECT_TRUE(FOUND("hps_tx_credit_resume", self->port, "stalled_us="));
 	close(c);
 	close(a);
+}
+
+/*
+ * A stall that a reset ends: the writer's ring full, no credits, then the
+ * reader closes with the bytes unread. The stall ends with the connection
+ * (its resume is traced; it stuck before, shown as stalled for ever).
+ */
+TEST_F(tr, credit_stall_ends_with_a_reset)
+{
+	static char buf[1 << 16];
+	int c = connect_port(self->lport), a, fl;
+	ssize_t r;
+
+	ASSERT_GE(c, 0);
+	a = accept(self->l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	fl = fcntl(c, F_GETFL);
+	fcntl(c, F_SETFL, fl | O_NONBLOCK);
+	while ((r = send(c, buf, sizeof(buf), 0)) > 0)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+	usleep(200000);
+	close(a);			/* unread: a reset */
+	usleep(500000);
+	close(c);
+	usleep(200000);
+	collect(_metadata, self);
+	EXPECT_TRUE(FOUND("hps_tx_credit_stall", self->port, "credits="));
+	EXPECT_TRUE(FOUND("hps_tx_credit_resume", self->port, "stalled_us="));
 }
 
 /* close() with unread data resets: local on one end, peer_abort there */
