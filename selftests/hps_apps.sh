@@ -6,7 +6,12 @@
 # file each way, and Python's http.server serving a file to urllib.
 # Prints TAP and the kselftest totals line.
 #
-# hps-configs: 2:rxe 2:siw
+# make check runs it on two nodes over rxe, and hps_apps2.sh over siw: each
+# transport carries one set of real programs between two machines (the
+# data path under them is hps_peer's, hps_across's and hps_long's, on
+# both); make check-full runs both sets on both.
+#
+# hps-configs: 2:rxe
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD

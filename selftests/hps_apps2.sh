@@ -14,7 +14,11 @@
 # A missing program is a failure, not a skip. Prints TAP, the rates as
 # comments and the kselftest totals line.
 #
-# hps-configs: 2:rxe 2:siw
+# make check runs it on two nodes over siw (iWARP's port rules are where
+# an FTP server's active and passive connections differ most), and
+# hps_apps.sh over rxe; make check-full runs both on both.
+#
+# hps-configs: 2:siw
 set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD

@@ -16,9 +16,11 @@
 # client not built) is a failure, not a skip.
 #
 # The cases whose result cannot depend on the RDMA transport or the number
-# of nodes (insmod's refusals, a root on a hung FUSE filesystem, the TCP
-# transport) run on one node only; make check-full (HPS_FULL) runs them on
-# two as well.
+# of nodes (insmod's refusals, the names refused and the one reply for
+# them, the identity's default, mounts under the root, a garbage line, a
+# root on a hung FUSE filesystem, the TCP transport) run on one node only;
+# make check-full (HPS_FULL) runs them on two as well. The plan line comes
+# last, with the number of cases run.
 #
 # hps-configs: 1:rxe 2:siw
 set -u
@@ -47,14 +49,15 @@ refcnt() { hps-vm-peer cat /sys/module/af_hps/refcnt; }
 active() { awk '$1 == "conn_active" { print $2 }' /proc/net/hps_stat; }
 rate() { sed -n 's/.* \([0-9.]*\) MB\/s over .*/\1/p' "$1"; }
 # Wait on the peer, in one round trip, until the number of the server's
-# connection threads passes "test $1" (e.g. -eq 0), for at most $2 s. (A
-# client's close reaches its worker a little after the client is done.)
+# connection threads passes "test $1" (e.g. -eq 0), for at most $2 s by
+# the clock (a look at /proc takes most of a second in a slow guest: a
+# count of looks ran 100 s for 10). (A client's close reaches its worker
+# a little after the client is done.)
 workers_wait() {
-	hps-vm-peer sh -c "i=0
+	hps-vm-peer sh -c "end=\$((\$(date +%s) + $2))
 		while n=\$(grep -lx hps_kfs_conn /proc/[0-9]*/comm 2>/dev/null |
 			wc -l); ! [ \$n $1 ]; do
-			i=\$((i + 1))
-			[ \$i -lt $(($2 * 10)) ] ||
+			[ \$(date +%s) -lt \$end ] ||
 				{ echo \"# \$n worker(s), want $1\"; exit 1; }
 			sleep 0.1
 		done"
@@ -111,7 +114,6 @@ cleanup() {
 trap cleanup EXIT
 
 echo "TAP version 13"
-echo "1..39"
 
 prereqs() {
 	[ -r "$ko" ] || { echo "# $ko not built (make tools)"; return 1; }
@@ -216,21 +218,21 @@ refused() {
 	esac
 }
 long=$(printf 'a%.0s' $(seq 1100))
-check "bad: ../etc/passwd" refused EACCES "$HPS_PEER" $port ../etc/passwd
-check "bad: /etc/passwd" refused EACCES "$HPS_PEER" $port /etc/passwd
-check "bad: sub/abs/passwd (sub/abs -> /etc)" refused ENOENT \
+once && check "bad: ../etc/passwd" refused EACCES "$HPS_PEER" $port ../etc/passwd
+once && check "bad: /etc/passwd" refused EACCES "$HPS_PEER" $port /etc/passwd
+once && check "bad: sub/abs/passwd (sub/abs -> /etc)" refused ENOENT \
 	"$HPS_PEER" $port sub/abs/passwd
-check "bad: sub/up/outside (sub/up -> ../..)" refused ENOENT \
+once && check "bad: sub/up/outside (sub/up -> ../..)" refused ENOENT \
 	"$HPS_PEER" $port sub/up/outside
-check "bad: link (a symlink)" refused ENOENT "$HPS_PEER" $port link
-check "bad: missing file" refused ENOENT "$HPS_PEER" $port no/such/file
-check "bad: a 1100-byte name" refused ENAMETOOLONG "$HPS_PEER" $port "$long"
-check "bad: a directory" refused ENOENT "$HPS_PEER" $port sub
-check "bad: a file only its owner (root) may read, 0600" refused ENOENT \
+once && check "bad: link (a symlink)" refused ENOENT "$HPS_PEER" $port link
+once && check "bad: missing file" refused ENOENT "$HPS_PEER" $port no/such/file
+once && check "bad: a 1100-byte name" refused ENAMETOOLONG "$HPS_PEER" $port "$long"
+once && check "bad: a directory" refused ENOENT "$HPS_PEER" $port sub
+once && check "bad: a file only its owner (root) may read, 0600" refused ENOENT \
 	"$HPS_PEER" $port private
-check "bad: alice/notes.txt 0644 in alice/ 0700 (root's)" refused ENOENT \
+once && check "bad: alice/notes.txt 0644 in alice/ 0700 (root's)" refused ENOENT \
 	"$HPS_PEER" $port alice/notes.txt
-check "bad: grp/file 0644 in grp/ 0750 of group 4343" refused ENOENT \
+once && check "bad: grp/file 0644 in grp/ 0750 of group 4343" refused ENOENT \
 	"$HPS_PEER" $port grp/file
 
 # Not there, not the server's to read, not a file: the same reply.
@@ -246,13 +248,13 @@ same_reply() {
 		[ "$r" = "$want" ] || { echo "# $n: '$r'"; return 1; }
 	done
 }
-check "one reply for missing, private and a directory" same_reply
+once && check "one reply for missing, private and a directory" same_reply
 
 by_nobody() {
 	timeout 30 "$get" "$HPS_PEER" $port nobody_only "$out/nobody" &&
 		[ "$(cat "$out/nobody")" = nobody ]
 }
-check "served as uid 65534 by default: a file only it may read (0400)" \
+once && check "served as uid 65534 by default: a file only it may read (0400)" \
 	by_nobody
 
 # A tmpfs and a sysfs mounted under the root on the server's node: their
@@ -270,7 +272,7 @@ mounts() {
 	unmount
 	[ $bad = 0 ]
 }
-check "bad: files on a tmpfs and a sysfs mounted under the root" mounts
+once && check "bad: files on a tmpfs and a sysfs mounted under the root" mounts
 
 garbage() {
 	local r
@@ -279,7 +281,7 @@ garbage() {
 	echo "# reply: $r"
 	[ -z "$r" ] || [ "${r#ERR EPROTO }" != "$r" ]
 }
-check "bad: a garbage line gets ERR EPROTO" garbage
+once && check "bad: a garbage line gets ERR EPROTO" garbage
 
 still() {
 	timeout 30 "$get" "$HPS_PEER" $port f3 "$out/again" 2>"$out/still.log" ||
@@ -381,9 +383,11 @@ slow() {
 	ps=$!
 	timeout 30 "$get" "$HPS_PEER" $port f2 "$out/f2.slow" &
 	pf=$!
-	# Both long ones at work, then no worker left (the trickle's, the
-	# slow reader's, f2's), timed on node 1 (plus a round trip).
-	workers_wait "-ge 2" 10 && workers_wait "-eq 0" 40 || bad=1
+	# The long ones at work, then no worker left (the trickle's, the
+	# slow reader's, f2's), timed on node 1 (plus a round trip). (At
+	# work at once, the two overlap only until the trickle's deadline,
+	# 3 s after it began: a slow guest's look at /proc can miss that.)
+	workers_wait "-ge 1" 10 && workers_wait "-eq 0" 40 || bad=1
 	tp=$(echo "$(date +%s.%N) - $t0" | bc)
 	echo "# workers gone after ${tp} s"
 	wait $pf && same "$root/f2" "$out/f2.slow" ||
@@ -505,7 +509,7 @@ hung() {
 	! loaded && [ $bad = 0 ]
 }
 once && check "rmmod with a worker blocked reading a hung FUSE filesystem" hung
-once || echo "# on two nodes without HPS_FULL: insmod's refusals, the hung FUSE root and TCP are left to the one-node run"
+once || echo "# on two nodes without HPS_FULL: insmod's refusals, the refused names, mounts, the hung FUSE root and TCP are left to the one-node run"
 
 if once; then
 # The same server over TCP, for comparison; "::" takes IPv4 and IPv6.
@@ -574,5 +578,6 @@ fi
 
 echo "# file server rate, 64 MiB, one client: AF_HPS $(rate "$work/rate.hps") MB/s, TCP $([ -f "$work/rate.tcp" ] && rate "$work/rate.tcp" || echo -) MB/s ($HPS_NODES node(s), $HPS_RDMA)"
 sed 's/^/# /' /proc/net/hps_stat
+echo "1..$n"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" = 0 ]
