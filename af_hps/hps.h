@@ -863,6 +863,7 @@ enum hps_inject_point {
 	HPS_INJ_ZC_RX_WAIT,	/* zero-copy read posted: reader away */
 	HPS_INJ_ZC_TX_POST,	/* zero-copy send registered, not posted */
 	HPS_INJ_ZC_RD_DONE,	/* an RDMA Read's completion handled late */
+	HPS_INJ_RESOLVE,	/* a connect's address resolution: its timeout */
 };
 
 /* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */

@@ -32,6 +32,16 @@
 
 #define HPS_RESOLVE_MS	2000
 
+/*
+ * A connect's address resolution gives up after HPS_RESOLVE_MS; test builds
+ * can make that longer (HPS_INJ_RESOLVE: inject_ms), so that a device
+ * removal on a slow kernel still finds the connect resolving.
+ */
+static int hps_resolve_ms(void)
+{
+	return hps_inject_ms(HPS_INJ_RESOLVE) ?: HPS_RESOLVE_MS;
+}
+
 /**
  * hps_cm_destroy_id() - destroy a connection's or listener's cm_id
  * @sk: the socket the id belonged to
@@ -544,7 +554,7 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 		sk->sk_shutdown = 0;
 		hps_set_state(sk, TCP_SYN_SENT);
 		err = rdma_resolve_addr(hs->cm_id, NULL, (struct sockaddr *)&ss,
-					HPS_RESOLVE_MS);
+					hps_resolve_ms());
 		if (err) {
 			struct rdma_cm_id *id = hs->cm_id;
 

@@ -32,6 +32,12 @@ sleep 3
 # dummy interface, which answers for everyone, ARP is turned on meanwhile).
 noarp=$(ip -o link show "$HPS_IFNAME" | grep -c NOARP)
 [ "$noarp" = 1 ] && ip link set "$HPS_IFNAME" arp on
+# The connect's resolution gives up after 2 s, which a slow kernel (the
+# debug kernel's removal alone took 3.5 s) can spend before the removal
+# reaches it: the test build makes it 10 s here (HPS_INJ_RESOLVE, 5).
+inj=/sys/module/af_hps/parameters
+echo 10000 >$inj/inject_ms && echo 5 >$inj/inject_point ||
+	{ echo "FAIL: no fault injection (make vm-modules)"; fail=1; }
 coproc HOLD { ./selftests/peer_devhold "$HPS_SELF" 198.18.0.99 $((port + 7)); }
 hold=$HOLD_PID
 read -r -t 10 ready <&"${HOLD[0]}"
@@ -42,6 +48,7 @@ fi
 t0=$(date +%s.%N)
 timeout 60 rdma link delete "$HPS_IBDEV" || { echo "FAIL: rdma link delete"; fail=1; }
 echo "# rdma link delete took $(echo "$(date +%s.%N) - $t0" | bc) s"
+echo 0 >$inj/inject_point
 echo go >&"${HOLD[1]}"
 timeout 30 cat <&"${HOLD[0]}"
 wait "$hold" || { echo "FAIL: peer_devhold"; fail=1; }

@@ -8,7 +8,9 @@
  *
  * a socket only bound to SELF:PORT, and a socket bound to SELF whose
  * non-blocking connect() to UNREACHABLE:PORT is still resolving the
- * address (no neighbour answers, so that takes 2 s). It prints "ready",
+ * address (no neighbour answers, so that takes 2 s, or as long as the
+ * test build's HPS_INJ_RESOLVE says: 10 s in final_device_removal.sh).
+ * It prints "ready",
  * then waits for a line on standard input (sent once the device is gone)
  * and checks what became of them: the connect failed with ENETUNREACH
  * (EHOSTUNREACH or ETIMEDOUT would mean the removal waited for the
