@@ -383,26 +383,30 @@ slow() {
 	ps=$!
 	timeout 30 "$get" "$HPS_PEER" $port f2 "$out/f2.slow" &
 	pf=$!
-	# The long ones at work, then no worker left (the trickle's, the
-	# slow reader's, f2's), timed on node 1 (plus a round trip). (At
-	# work at once, the two overlap only until the trickle's deadline,
-	# 3 s after it began: a slow guest's look at /proc can miss that.)
-	workers_wait "-ge 1" 10 && workers_wait "-eq 0" 40 || bad=1
-	tp=$(echo "$(date +%s.%N) - $t0" | bc)
-	echo "# workers gone after ${tp} s"
-	wait $pf && same "$root/f2" "$out/f2.slow" ||
-		{ echo "# f2 was not served meanwhile"; bad=1; }
+	# The trickle ends first (the server closes it at its deadline, 3 s),
+	# then no worker is left (the slow reader's, f2's), timed on node 1
+	# (plus a round trip). (Not "first both at work" on the peer: they
+	# live about 3 s, and a slow guest's first look at the peer's /proc
+	# came after that.) The clients' own logs say how each one ended.
 	wait $pt
 	sed 's/^/# /' "$out/trickle.log"
 	grep -q "closed the request" "$out/trickle.log" || bad=1
 	t=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' "$out/trickle.log")
 	echo "$t" | awk '{ exit !($1 >= 2.5 && $1 <= 10) }' ||
 		{ echo "# the trickle was closed after ${t:-?} s, want 3"; bad=1; }
-	echo "$tp" | awk '{ exit !($1 >= 4 && $1 <= 30) }' ||
-		{ echo "# the slow reader's worker went after $tp s, want 5"; bad=1; }
-	kill $ps 2>/dev/null
+	workers_wait "-eq 0" 40 || bad=1
+	tp=$(echo "$(date +%s.%N) - $t0" | bc)
+	echo "# workers gone after ${tp} s"
+	echo "$tp" | awk '{ exit !($1 <= 30) }' ||
+		{ echo "# the slow reader's worker went after $tp s, want at most 30 (its deadline: 5)"; bad=1; }
+	wait $pf && same "$root/f2" "$out/f2.slow" ||
+		{ echo "# f2 was not served meanwhile"; bad=1; }
+	# it reads what was sent before its worker ended, then the end
 	wait $ps
 	sed 's/^/# /' "$out/slowread.log"
+	grep -q "end of stream after [0-9]* of 67108864 bytes" \
+		"$out/slowread.log" ||
+		{ echo "# the server did not end the slow reader's reply"; bad=1; }
 	[ $bad = 0 ]
 }
 check "deadline: a trickled request and a slow reader are ended, another is served" \
