@@ -13,7 +13,7 @@
  * left and the module refcount is back. The kernel must stay clean (the
  * VM runner fails the run on any WARN, BUG, KASAN, lockdep or refcount
  * report). The run ends after HPS_FUZZ_ITERS calls (default 2,000,000) or
- * HPS_FUZZ_SECONDS seconds (default 20; 300 in make check-full), whichever
+ * HPS_FUZZ_SECONDS seconds (default 10; 300 in make check-full), whichever
  * comes first; a longer run is e.g. HPS_FUZZ_SECONDS=3600
  * HPS_FUZZ_ITERS=1000000000 (Documentation/reliability.rst). HPS_FUZZ_SEED
  * replays a run: the seed is printed first (a replay is exact up to the
@@ -27,7 +27,7 @@
  * beside the random calls, slots closed and refilled under the other
  * threads' feet, and signals interrupting blocked calls; with zero copy
  * off and on, and once with the smallest windows (3 credits of 4 KiB).
- * HPS_FUZZ_MT_SECONDS (default 15; 120 in make check-full) bounds each; a watchdog fails the run
+ * HPS_FUZZ_MT_SECONDS (default 8; 120 in make check-full) bounds each; a watchdog fails the run
  * if any call does not return within 60 s.
  *
  * hps-configs: 1:rxe 1:siw
@@ -413,7 +413,7 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 {
 	long iters = atol(hps_env("HPS_FUZZ_ITERS", "2000000"));
 	double limit = atof(hps_env("HPS_FUZZ_SECONDS",
-				    getenv("HPS_FULL") ? "300" : "20"));
+				    getenv("HPS_FULL") ? "300" : "10"));
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
 	long ref0 = hps_module_refcnt();
 	int unexpected = 0, ok = 0, l, i, failfd = -1;
@@ -740,7 +740,7 @@ FIXTURE_TEARDOWN(concurrent)
 TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 {
 	double limit = atof(hps_env("HPS_FUZZ_MT_SECONDS",
-				    getenv("HPS_FULL") ? "120" : "15"));
+				    getenv("HPS_FULL") ? "120" : "8"));
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
 	long ref0 = hps_module_refcnt(), calls = 0, unexpected;
 	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
