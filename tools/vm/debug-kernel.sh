@@ -4,7 +4,8 @@
 # Build the debug kernel of 'make check-debug' from Debian's linux-source-6.1:
 # x86_64_defconfig + kvm_guest.config + tools/vm/debug.config (KASAN, lockdep,
 # kmemleak, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS, failslab, fail_page_alloc; the
-# guest's drivers; the big driver families off). The result is staged as
+# guest's drivers; the big driver families and what a TCG guest never
+# touches off; -Os). The result is staged as
 #
 #   build/debug-kernel/root/boot/vmlinuz-KVER
 #   build/debug-kernel/root/lib/modules/KVER/...	(hps-vm --kernel DIR)
