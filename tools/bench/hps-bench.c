@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * hps-bench: latency, bandwidth, connection rate and CPU cost of AF_HPS
- * against TCP, rsockets and SMC.
+ * hps-bench: latency, bandwidth, connection rate, memory per connection and
+ * CPU cost of AF_HPS against TCP, rsockets and SMC.
  *
  *   hps-bench --server [--transport T] [--bind ADDR] [--port P] [--nports N]
  *   hps-bench --client ADDR [--transport T] [--port P] --test TEST
  *             [--size BYTES] [--iters N | --seconds S] [--streams N]
+ *             [--conns N] [--busy M] [--local-ends E]
  *             [--no-nodelay] [--csv] [--csv-header]
  *
  * Transports: hps (AF_HPS, HPS_NODELAY on), tcp (AF_INET/AF_INET6,
@@ -50,6 +51,24 @@
  * connrate: connect, send SIZE bytes, receive their echo, close, again and
  *   again; connections per second, and the median and tail of the whole
  *   connect-exchange-close time (not halved).
+ * conns: --conns N connections (1000 by default) opened one after another
+ *   and all held open; each is open when the server has acknowledged its
+ *   header (8 bytes back), so the server has accepted it. Then the first
+ *   --busy M of them (2 by default) do pingpong at once, as fanin, while the
+ *   others idle; then every connection echoes one SIZE-byte message, which
+ *   is compared; then all are closed. Reported: the setup rate (connections
+ *   over the time from the first socket() to the last acknowledgment), the
+ *   memory per connection end (the drop of MemAvailable and the growth of
+ *   Slab, SUnreclaim and VmallocUsed in /proc/meminfo from before the first
+ *   connection to after the last, over the connection ends on this host:
+ *   2 per connection when ADDR is an address of this host or loopback, else
+ *   1; --local-ends overrides), the busy ones' latency, and the time to
+ *   close them all. A connection that cannot be opened (ENOBUFS at 421)
+ *   ends the opening, not the test: "421 of 1000 connections, then
+ *   ENOBUFS", and the rest runs on the connections that were opened. The
+ *   server holds the idle connections in one thread that polls them all
+ *   and echoes what arrives; the busy ones get a thread each, as for
+ *   pingpong.
  *
  * CPU cost: the client reads its own getrusage() (user, system; all its
  * threads) and the node's softirq time (/proc/stat) before and after the
@@ -67,6 +86,12 @@
  * columns below (--csv-header prints the header line first, --csv-columns
  * only the header line, and exits). Columns that
  * do not apply to a test are empty. New columns are only ever appended.
+ * conns fills them so: iters the connections opened, streams the busy
+ * ones, median_us to mean_us their one-way latency, rate_per_s and seconds
+ * the setup rate and time, bytes all bytes moved; and its own columns
+ * conns (asked for), conn_err (the errno name that ended the opening, or
+ * empty), mem_kib_end, slab_kib_end, sunreclaim_kib_end and
+ * vmalloc_kib_end (KiB per connection end) and close_s.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -74,6 +99,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -104,19 +130,26 @@
 #define TEST_STREAM	2
 #define TEST_BIDIR	3
 #define TEST_STATS	4
+#define TEST_CONNS	5	/* count: index << 1 | busy; acknowledged */
 #define TIMEOUT_S	30
 #define WATCHDOG_S	35
 #define MAX_SIZE	(64u << 20)
 #define MAX_STREAMS	256
+#define MAX_CONNS	(1 << 20)
+#define HOLD_POLL_MS	100	/* the held connections' poll timeout */
+#define HOLD_BUF	65536
 #define NBUFS		16		/* distinct stream buffers */
 #define HASH_K		0x9e3779b97f4a7c15ULL	/* odd multiplier */
 #define SEED_CLIENT	0xabcdef
 #define SEED_SERVER	0x5eed51
+#define SEED_CHECK	0xc4ec0000
 
 #define CSV_HEADER "transport,test,size,iters,median_us,p99_us,p999_us,mbps," \
 	"streams,rate_per_s,bytes,seconds," \
 	"cli_user_s_gib,cli_sys_s_gib,cli_softirq_s_gib," \
-	"srv_user_s_gib,srv_sys_s_gib,srv_softirq_s_gib,mean_us"
+	"srv_user_s_gib,srv_sys_s_gib,srv_softirq_s_gib,mean_us," \
+	"conns,conn_err,mem_kib_end,slab_kib_end,sunreclaim_kib_end," \
+	"vmalloc_kib_end,close_s"
 
 struct hdr {
 	uint32_t magic;
@@ -227,6 +260,30 @@ static void *watchdog(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/*
+ * RLIMIT_NOFILE's soft limit up to its hard one, and the hard one up to
+ * want where that is allowed (CAP_SYS_RESOURCE); return the soft limit.
+ */
+static rlim_t raise_nofile(rlim_t want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_max < want) {
+		struct rlimit up = { .rlim_cur = want, .rlim_max = want };
+
+		if (!setrlimit(RLIMIT_NOFILE, &up))
+			return want;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur;
 }
 
 static double now(void)
@@ -534,6 +591,115 @@ static void *bidir_sender(void *arg)
 	return NULL;
 }
 
+/*
+ * The idle connections of the conns test: one thread polls them all and
+ * echoes whatever arrives, until each one's EOF. An idle connection thus
+ * costs the server no thread, whose stacks would count in the conns test's
+ * memory per connection. serve_one() hands them over in held.fds; the
+ * thread takes them in at its next wake-up (at most HOLD_POLL_MS later).
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	int *fds;
+	int n, cap;
+	int started;
+} held = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.more = PTHREAD_COND_INITIALIZER,
+};
+
+static void *holder(void *arg)
+{
+	unsigned char *buf = malloc(HOLD_BUF);
+	struct pollfd *pfd = NULL;
+	int n = 0, cap = 0;
+
+	(void)arg;
+	if (!buf)
+		fail("%s", "out of memory");
+	for (;;) {
+		int r;
+
+		pthread_mutex_lock(&held.lock);
+		while (!n && !held.n)
+			pthread_cond_wait(&held.more, &held.lock);
+		if (n + held.n > cap) {
+			cap = 2 * (n + held.n);
+			pfd = realloc(pfd, cap * sizeof(*pfd));
+			if (!pfd)
+				fail("%s", "out of memory");
+		}
+		for (int i = 0; i < held.n; i++)
+			pfd[n++] = (struct pollfd){
+				.fd = held.fds[i], .events = POLLIN,
+			};
+		held.n = 0;
+		pthread_mutex_unlock(&held.lock);
+
+		r = x_poll(pfd, n, HOLD_POLL_MS);
+		if (r < 0 && errno != EINTR)
+			die("poll (held connections)");
+		for (int i = 0; r > 0 && i < n; i++) {
+			ssize_t got = 0;
+
+			if (!pfd[i].revents)
+				continue;
+			if (!(pfd[i].revents & POLLNVAL)) {
+				got = x_recv(pfd[i].fd, buf, HOLD_BUF);
+				if (got > 0 && !send_all(pfd[i].fd, buf, got))
+					continue;
+				if (got < 0 && errno == EINTR)
+					continue;
+				if (got < 0)
+					fprintf(stderr, "%s: held connection: recv: %s\n",
+						prog, strerror(errno));
+				x_close(pfd[i].fd);
+			}
+			/* drop it: the last one moves here and is looked at */
+			pfd[i--] = pfd[--n];
+		}
+	}
+	return NULL;
+}
+
+/* hand a connection over to holder(); -1 if that cannot be done */
+static int hold(int fd)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&held.lock);
+	if (!held.started) {
+		pthread_t th;
+
+		if (pthread_create(&th, NULL, holder, NULL)) {
+			rc = -1;
+			goto out;
+		}
+		pthread_detach(th);
+		held.started = 1;
+	}
+	if (held.n == held.cap) {
+		int cap = held.cap ? 2 * held.cap : 64;
+		int *fds = realloc(held.fds, cap * sizeof(*fds));
+
+		if (!fds) {
+			rc = -1;
+			goto out;
+		}
+		held.fds = fds;
+		held.cap = cap;
+	}
+	held.fds[held.n++] = fd;
+	pthread_cond_signal(&held.more);
+out:
+	pthread_mutex_unlock(&held.lock);
+	if (rc)
+		fprintf(stderr, "%s: cannot hold a connection\n", prog);
+	return rc;
+}
+
+/* 0 when done, 1 when the connection is held open by holder(), -1 on error */
 static int serve_one(int fd)
 {
 	struct hdr h;
@@ -557,6 +723,25 @@ static int serve_one(int fd)
 		st.sys_us = c.sys * 1e6;
 		st.softirq_us = c.softirq * 1e6;
 		return send_all(fd, &st, sizeof(st));
+	}
+	if (h.test == TEST_CONNS) {
+		/* the client counts the connection open when this is back */
+		if (send_all(fd, &h.count, sizeof(h.count)))
+			return -1;
+		if (!(h.count & 1))
+			return hold(fd) ? -1 : 1;
+		/*
+		 * A busy one, served as pingpong; its first round trip waits
+		 * until all the others are open, which may take longer than
+		 * the receive timeout: none (EOF still ends it).
+		 */
+		if (tr != T_RSOCKET) {
+			struct timeval tv = { 0 };
+
+			x_setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+				     sizeof(tv));
+		}
+		h.test = TEST_PINGPONG;
 	}
 	buf = malloc(h.size);
 	if (!buf) {
@@ -614,10 +799,12 @@ static int serve_one(int fd)
 static void *conn_thread(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
+	int r = serve_one(fd);
 
-	if (serve_one(fd))
+	if (r < 0)
 		fprintf(stderr, "%s: connection failed\n", prog);
-	x_close(fd);
+	if (r <= 0)
+		x_close(fd);
 	atomic_fetch_sub(&busy, 1);
 	return NULL;
 }
@@ -631,7 +818,10 @@ static int server(const char *bind_addr, int port, int nports)
 {
 	struct pollfd pfd[MAX_STREAMS];
 	pthread_attr_t attr;
+	double warned = 0;
 
+	/* for the conns test: as many as the kernel's default fs.nr_open */
+	raise_nofile(MAX_CONNS);
 	for (int i = 0; i < nports; i++) {
 		struct sockaddr_storage ss;
 		socklen_t len;
@@ -673,7 +863,17 @@ static int server(const char *bind_addr, int port, int nports)
 				if (errno == EINTR || errno == ECONNABORTED ||
 				    errno == EAGAIN)
 					continue;
-				die("accept");
+				if (errno != EMFILE && errno != ENFILE &&
+				    errno != ENOBUFS && errno != ENOMEM)
+					die("accept");
+				/* out of descriptors or memory: wait, go on */
+				if (now() >= warned + 1) {
+					fprintf(stderr, "%s: accept: %s\n",
+						prog, strerror(errno));
+					warned = now();
+				}
+				usleep(100000);
+				continue;
 			}
 			atomic_fetch_add(&busy, 1);
 			if (pthread_create(&th, &attr, conn_thread,
@@ -753,6 +953,7 @@ struct worker {
 	pthread_t th;
 	const char *addr;
 	int port;
+	int fd;			/* open and started already, or -1 */
 	uint32_t test;		/* TEST_* */
 	uint32_t size;
 	uint64_t iters;
@@ -818,7 +1019,7 @@ static int pingpong(int fd, struct worker *w)
 		}
 	}
 	w->t1 = now();
-	if (x_shutdown(fd, SHUT_WR))
+	if (w->fd < 0 && x_shutdown(fd, SHUT_WR))
 		die("shutdown");
 	if (!n)
 		fail("%s", "pingpong: no timed iterations");
@@ -979,9 +1180,9 @@ out:
 static void *worker_run(void *arg)
 {
 	struct worker *w = arg;
-	int fd = connect_to(w->addr, w->port);
+	int fd = w->fd >= 0 ? w->fd : connect_to(w->addr, w->port);
 
-	if (send_hdr(fd, w->test, w->size, w->iters)) {
+	if (w->fd < 0 && send_hdr(fd, w->test, w->size, w->iters)) {
 		w->rc = 1;
 		pthread_barrier_wait(w->start);
 		return NULL;
@@ -998,7 +1199,8 @@ static void *worker_run(void *arg)
 		w->rc = bidir(fd, w);
 		break;
 	}
-	x_close(fd);
+	if (w->fd < 0)
+		x_close(fd);
 	return NULL;
 }
 
@@ -1013,12 +1215,24 @@ struct result {
 	double rate;			/* round trips or connections per s */
 	uint64_t bytes;
 	double secs;
+	/* conns only (conns is 0 for the other tests) */
+	int conns;			/* asked for */
+	int conn_err;			/* the errno that ended the opening */
+	int busy;			/* connections doing pingpong */
+	int ends;			/* ends of a connection on this host */
+	double setup_med, setup_p99;	/* us, one connection's opening */
+	double busy_rate;		/* the busy ones' round trips per s */
+	double check_secs, close_secs;
+	double mem_kib, slab_kib, sunr_kib, vmalloc_kib; /* per end */
 };
 
-/* run n workers at once; port_step 1 gives worker i port + i */
+/*
+ * run n workers at once; port_step 1 gives worker i port + i; with fds,
+ * worker i runs on fds[i], whose header is sent, and leaves it open
+ */
 static int run_workers(struct result *res, const char *addr, int port,
 		       int port_step, int n, uint32_t test, uint32_t size,
-		       uint64_t iters, double seconds)
+		       uint64_t iters, double seconds, const int *fds)
 {
 	struct worker *w = calloc(n, sizeof(*w));
 	pthread_barrier_t start;
@@ -1032,8 +1246,8 @@ static int run_workers(struct result *res, const char *addr, int port,
 	for (int i = 0; i < n; i++) {
 		w[i] = (struct worker){
 			.addr = addr, .port = port + i * port_step,
-			.test = test, .size = size, .iters = iters,
-			.seconds = seconds, .start = &start,
+			.fd = fds ? fds[i] : -1, .test = test, .size = size,
+			.iters = iters, .seconds = seconds, .start = &start,
 		};
 		if (pthread_create(&w[i].th, NULL, worker_run, &w[i]))
 			fail("%s", "cannot start a thread");
@@ -1133,6 +1347,260 @@ static int connrate(struct result *res, const char *addr, int port,
 	return 0;
 }
 
+/* the counters of /proc/meminfo that conns reads, in KiB; -1 if missing */
+struct mem {
+	long long avail, slab, sunreclaim, vmalloc;
+};
+
+static void mem_now(struct mem *m)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256], key[64];
+	long long v;
+
+	m->avail = m->slab = m->sunreclaim = m->vmalloc = -1;
+	if (!f) {
+		fprintf(stderr, "%s: warning: /proc/meminfo: %s\n", prog,
+			strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63[^:]: %lld", key, &v) != 2)
+			continue;
+		if (!strcmp(key, "MemAvailable"))
+			m->avail = v;
+		else if (!strcmp(key, "Slab"))
+			m->slab = v;
+		else if (!strcmp(key, "SUnreclaim"))
+			m->sunreclaim = v;
+		else if (!strcmp(key, "VmallocUsed"))
+			m->vmalloc = v;
+	}
+	fclose(f);
+}
+
+/* (after - before) / n, NAN when a counter is missing or n is 0 */
+static double per(long long before, long long after, int n)
+{
+	if (before < 0 || after < 0 || !n)
+		return NAN;
+	return (double)(after - before) / n;
+}
+
+/*
+ * Connection ends on this host, per connection: 2 when the server's
+ * address is loopback, unspecified or one of this host's interface
+ * addresses (getifaddrs), so that the server's end is here too; else 1.
+ */
+static int ends_here(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss;
+	struct ifaddrs *ifa;
+	int local = 0;
+
+	if (ss->ss_family == AF_INET ?
+	    (ntohl(a4->sin_addr.s_addr) >> 24 == 127 ||
+	     a4->sin_addr.s_addr == htonl(INADDR_ANY)) :
+	    (IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr) ||
+	     IN6_IS_ADDR_UNSPECIFIED(&a6->sin6_addr)))
+		return 2;
+	if (getifaddrs(&ifa)) {
+		fprintf(stderr, "%s: warning: getifaddrs: %s; counting one end per connection here (see --local-ends)\n",
+			prog, strerror(errno));
+		return 1;
+	}
+	for (struct ifaddrs *i = ifa; i && !local; i = i->ifa_next) {
+		const struct sockaddr_in *i4 = (void *)i->ifa_addr;
+		const struct sockaddr_in6 *i6 = (void *)i->ifa_addr;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != ss->ss_family)
+			continue;
+		if (ss->ss_family == AF_INET)
+			local = i4->sin_addr.s_addr == a4->sin_addr.s_addr;
+		else
+			local = IN6_ARE_ADDR_EQUAL(&i6->sin6_addr,
+						   &a6->sin6_addr);
+	}
+	freeifaddrs(ifa);
+	return local ? 2 : 1;
+}
+
+/*
+ * One connection of conns, open when the server has echoed its tag (the
+ * header's count); else -1 with errno set and *what the step that failed.
+ */
+static int conns_open(const struct sockaddr_storage *ss, socklen_t len,
+		      uint32_t size, uint64_t tag, const char **what)
+{
+	uint64_t ack;
+	int fd, e;
+
+	*what = "socket";
+	fd = x_socket(ss->ss_family);
+	if (fd < 0)
+		return -1;
+	set_opts(fd);
+	*what = "connect";
+	if (x_connect(fd, (const struct sockaddr *)ss, len))
+		goto fail;
+	*what = "send";
+	if (send_hdr(fd, TEST_CONNS, size, tag))
+		goto fail;
+	*what = "recv";
+	if (recv_all(fd, &ack, sizeof(ack), 0))
+		goto fail;
+	if (ack != tag) {
+		fprintf(stderr, "%s: conns: the server acknowledged %llx for %llx\n",
+			prog, (unsigned long long)ack,
+			(unsigned long long)tag);
+		exit(1);
+	}
+	return fd;
+fail:
+	e = errno;
+	x_close(fd);
+	errno = e;
+	return -1;
+}
+
+/* the name of an errno value, as in <errno.h> */
+static const char *errname(int e)
+{
+	static char num[16];
+	const char *name = strerrorname_np(e);
+
+	if (name)
+		return name;
+	snprintf(num, sizeof(num), "errno %d", e);
+	return num;
+}
+
+/*
+ * conns: nconns connections opened one after another and held open, the
+ * first nbusy of them then doing pingpong at once while the others idle,
+ * then one checked echo on every connection, then all closed. A connection
+ * that cannot be opened ends the opening (res->conn_err) and the rest runs
+ * on those opened (none: res->iters is 0). 1 on any other error.
+ */
+static int conns(struct result *res, const char *addr, int port,
+		 uint32_t size, uint64_t iters, double seconds, int nconns,
+		 int nbusy, int ends)
+{
+	int *fds = malloc(nconns * sizeof(*fds));
+	double *t = malloc(nconns * sizeof(*t)), start, last;
+	unsigned char *sbuf = malloc(size), *rbuf = malloc(size);
+	struct sockaddr_storage ss;
+	struct mem m0, m1;
+	socklen_t len;
+	int n, nends, rc = 1;
+
+	if (!fds || !t || !sbuf || !rbuf)
+		fail("%s", "out of memory");
+	/* touched now, so that their pages are not counted as connections' */
+	memset(fds, 0xff, nconns * sizeof(*fds));
+	memset(t, 0, nconns * sizeof(*t));
+	memset(sbuf, 0, size);
+	memset(rbuf, 0, size);
+	if (hps_parse_addr(addr, port, &ss, &len))
+		fail("bad address %s", addr);
+	res->ends = ends ? ends : ends_here(&ss);
+	res->conns = nconns;
+
+	mem_now(&m0);
+	start = last = now();
+	for (n = 0; n < nconns; n++) {
+		double t0 = now();
+		const char *what;
+		int fd = conns_open(&ss, len, size,
+				    (uint64_t)n << 1 | (n < nbusy), &what);
+
+		if (fd < 0) {
+			res->conn_err = errno;
+			fprintf(stderr, "%s: conns: connection %d of %d: %s: %s\n",
+				prog, n + 1, nconns, what, strerror(errno));
+			break;
+		}
+		fds[n] = fd;
+		last = now();
+		t[n] = last - t0;
+	}
+	mem_now(&m1);
+	res->iters = n;
+	res->secs = last - start;
+	res->rate = n ? n / res->secs : NAN;
+	nends = n * res->ends;
+	res->mem_kib = per(m1.avail, m0.avail, nends);
+	res->slab_kib = per(m0.slab, m1.slab, nends);
+	res->sunr_kib = per(m0.sunreclaim, m1.sunreclaim, nends);
+	res->vmalloc_kib = per(m0.vmalloc, m1.vmalloc, nends);
+	res->med = res->p99 = res->p999 = res->mean = NAN;
+	res->setup_med = res->setup_p99 = res->busy_rate = NAN;
+	res->check_secs = res->close_secs = NAN;
+	res->mbps = NAN;
+	res->bytes = 0;
+	res->busy = n < nbusy ? n : nbusy;
+	res->streams = res->busy;
+	if (!n) {
+		rc = 0;
+		goto out;
+	}
+	qsort(t, n, sizeof(*t), cmp_double);
+	res->setup_med = pct(t, n, 0.5) * 1e6;
+	res->setup_p99 = pct(t, n, 0.99) * 1e6;
+
+	/* the busy ones, beside the idle ones */
+	if (res->busy) {
+		struct result b = { 0 };
+
+		if (run_workers(&b, addr, port, 0, res->busy, TEST_PINGPONG,
+				size, iters, seconds, fds))
+			goto out;
+		res->med = b.med;
+		res->p99 = b.p99;
+		res->p999 = b.p999;
+		res->mean = b.mean;
+		res->busy_rate = b.rate;
+		res->bytes += b.bytes;
+	}
+
+	/* every connection works: one message each way, compared */
+	res->check_secs = now();
+	for (int i = 0; i < n; i++) {
+		fill_random(sbuf, size, SEED_CHECK + 2 * (uint64_t)i);
+		memcpy(sbuf, &i, size < sizeof(i) ? size : sizeof(i));
+		if (send_all(fds[i], sbuf, size) ||
+		    recv_all(fds[i], rbuf, size, 0)) {
+			fprintf(stderr, "%s: conns: connection %d failed its echo\n",
+				prog, i + 1);
+			goto out;
+		}
+		if (memcmp(sbuf, rbuf, size)) {
+			fprintf(stderr, "%s: conns: the echo on connection %d differs from what was sent\n",
+				prog, i + 1);
+			goto out;
+		}
+	}
+	res->check_secs = now() - res->check_secs;
+	res->bytes += 2 * (uint64_t)size * n;
+
+	res->close_secs = now();
+	for (int i = 0; i < n; i++) {
+		if (x_close(fds[i]))
+			fprintf(stderr, "%s: warning: conns: close: %s\n",
+				prog, strerror(errno));
+		atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
+	}
+	res->close_secs = now() - res->close_secs;
+	rc = 0;
+out:
+	free(fds);
+	free(t);
+	free(sbuf);
+	free(rbuf);
+	return rc;
+}
+
 /* ------------------------------------------------------------ output */
 
 static void col(double v, const char *fmt)
@@ -1142,6 +1610,30 @@ static void col(double v, const char *fmt)
 		printf(fmt, v);
 }
 
+/* the human-readable line of conns */
+static void report_conns(const struct result *r)
+{
+	printf("%s conns size %u busy %d count %llu of %d", tnames[tr],
+	       r->size, r->busy, (unsigned long long)r->iters, r->conns);
+	if (r->conn_err)
+		printf(" connections, then %s", errname(r->conn_err));
+	printf(":");
+	if (!r->iters) {
+		printf(" nothing measured\n");
+		return;
+	}
+	printf(" opened in %.3f s, %.1f connections/s (each: median %.0f us, p99 %.0f us);",
+	       r->secs, r->rate, r->setup_med, r->setup_p99);
+	printf(" per connection end (%d per connection on this host): MemAvailable %.1f KiB, Slab %.1f KiB, SUnreclaim %.1f KiB, VmallocUsed %.1f KiB;",
+	       r->ends, r->mem_kib, r->slab_kib, r->sunr_kib, r->vmalloc_kib);
+	if (r->busy)
+		printf(" busy: one-way latency median %.2f us, p99 %.2f us, p99.9 %.2f us, mean %.2f us, %.1f round trips/s;",
+		       r->med, r->p99, r->p999, r->mean, r->busy_rate);
+	printf(" %llu echoes of %u B checked in %.3f s; closed in %.3f s; data ok\n",
+	       (unsigned long long)r->iters, r->size, r->check_secs,
+	       r->close_secs);
+}
+
 static void report(const struct result *r, const struct cpu *c0,
 		   const struct cpu *c1, const struct cpu *s0,
 		   const struct cpu *s1, int csv, int csv_header)
@@ -1149,7 +1641,11 @@ static void report(const struct result *r, const struct cpu *c0,
 	double gib = r->bytes / (double)(1ull << 30);
 	double cu = NAN, cs = NAN, ci = NAN, su = NAN, ss = NAN, si = NAN;
 
-	if (gib > 0) {
+	if (r->conns) {
+		report_conns(r);
+		goto csv;
+	}
+	if (gib > 0 && c0 && c1) {
 		cu = (c1->user - c0->user) / gib;
 		cs = (c1->sys - c0->sys) / gib;
 		ci = (c1->softirq - c0->softirq) / gib;
@@ -1181,6 +1677,7 @@ static void report(const struct result *r, const struct cpu *c0,
 	if (!isnan(su))
 		printf(", server usr %.3f sys %.3f softirq %.3f", su, ss, si);
 	printf("; data ok\n");
+csv:
 	if (!csv)
 		return;
 	if (csv_header)
@@ -1201,6 +1698,17 @@ static void report(const struct result *r, const struct cpu *c0,
 	col(ss, "%.4f");
 	col(si, "%.4f");
 	col(r->mean, "%.2f");
+	if (r->conns) {
+		printf(",%d,%s", r->conns,
+		       r->conn_err ? errname(r->conn_err) : "");
+		col(r->mem_kib, "%.2f");
+		col(r->slab_kib, "%.2f");
+		col(r->sunr_kib, "%.2f");
+		col(r->vmalloc_kib, "%.2f");
+		col(r->close_secs, "%.3f");
+	} else {
+		printf(",,,,,,,");
+	}
 	printf("\n");
 }
 
@@ -1210,9 +1718,11 @@ static void usage(int rc)
 		"usage: %s --server [--transport T] [--bind ADDR] [--port P] [--nports N]\n"
 		"       %s --client ADDR [--transport T] [--port P] --test TEST\n"
 		"                 [--size BYTES] [--iters N | --seconds S] [--streams N]\n"
+		"                 [--conns N] [--busy M] [--local-ends 1|2]\n"
 		"                 [--no-nodelay] [--csv] [--csv-header]\n"
 		"       %s --csv-columns\n"
-		"tests: pingpong, stream, bidir, streams, fanin (hotspot), fanout, connrate\n"
+		"tests: pingpong, stream, bidir, streams, fanin (hotspot), fanout, connrate,\n"
+		"       conns\n"
 		"transports: hps (default), tcp, rsocket, smc; port 20000 by default\n",
 		prog, prog, prog);
 	exit(rc);
@@ -1232,6 +1742,7 @@ static const struct {
 	{ "hotspot", TEST_PINGPONG, 1, 0 },
 	{ "fanout", TEST_STREAM, 1, 1 },
 	{ "connrate", TEST_PINGPONG, 0, 0 },
+	{ "conns", TEST_CONNS, 0, 0 },
 };
 
 int main(int argc, char **argv)
@@ -1248,6 +1759,9 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 'D' },
 		{ "streams", required_argument, NULL, 'm' },
+		{ "conns", required_argument, NULL, 'K' },
+		{ "busy", required_argument, NULL, 'B' },
+		{ "local-ends", required_argument, NULL, 'E' },
 		{ "no-nodelay", no_argument, NULL, 'Y' },
 		{ "csv", no_argument, NULL, 'C' },
 		{ "csv-header", no_argument, NULL, 'H' },
@@ -1258,6 +1772,7 @@ int main(int argc, char **argv)
 	const char *client = NULL, *bind_addr = "0.0.0.0", *test = NULL;
 	int is_server = 0, port = 20000, csv = 0, csv_header = 0, o, rc;
 	int nports = 1, streams = 4, ti, have_srv;
+	int nconns = 1000, nbusy = 2, ends = 0;
 	unsigned long long size = 0, iters = 0;
 	struct cpu c0, c1, s0, s1;
 	struct result res = { 0 };
@@ -1309,6 +1824,22 @@ int main(int argc, char **argv)
 			if (*end || streams <= 0 || streams > MAX_STREAMS)
 				fail("bad stream count %s", optarg);
 			break;
+		case 'K':
+			nconns = strtol(optarg, &end, 10);
+			if (*end || nconns <= 0 || nconns > MAX_CONNS)
+				fail("bad connection count %s", optarg);
+			break;
+		case 'B':
+			nbusy = strtol(optarg, &end, 10);
+			if (*end || nbusy < 0 || nbusy > MAX_STREAMS)
+				fail("bad busy connection count %s", optarg);
+			break;
+		case 'E':
+			ends = strtol(optarg, &end, 10);
+			if (*end || ends < 1 || ends > 2)
+				fail("bad connection end count %s (1 or 2)",
+				     optarg);
+			break;
 		case 'C': csv = 1; break;
 		case 'H': csv = csv_header = 1; break;
 		case 'L': printf("%s\n", CSV_HEADER); return 0;
@@ -1339,10 +1870,13 @@ int main(int argc, char **argv)
 	if (iters && seconds)
 		fail("%s", "--iters and --seconds exclude each other");
 	if (!size)
-		size = tests[ti].wire == TEST_PINGPONG ? 64 : 65536;
+		size = tests[ti].wire == TEST_PINGPONG ||
+		       tests[ti].wire == TEST_CONNS ? 64 : 65536;
 	if (!iters && !seconds) {
-		if (tests[ti].wire == TEST_PINGPONG &&
-		    strcmp(test, "connrate"))
+		if (tests[ti].wire == TEST_CONNS)
+			iters = 1000;
+		else if (tests[ti].wire == TEST_PINGPONG &&
+			 strcmp(test, "connrate"))
 			iters = 10000;
 		else
 			seconds = 5;
@@ -1356,6 +1890,26 @@ int main(int argc, char **argv)
 	res.test = test;
 	res.size = size;
 	res.streams = streams;
+	if (tests[ti].wire == TEST_CONNS) {
+		/* rsockets take more than one descriptor per connection */
+		rlim_t want = (rlim_t)nconns * (tr == T_RSOCKET ? 3 : 1) + 64;
+		rlim_t have;
+
+		if (nbusy > nconns)
+			fail("%s", "--busy exceeds --conns");
+		have = raise_nofile(want);
+		if (have < want) {
+			fprintf(stderr, "%s: conns: %d connections need about %llu file descriptors, and RLIMIT_NOFILE allows %llu: raise its hard limit (ulimit -Hn, as root) or ask for fewer (--conns)\n",
+				prog, nconns, (unsigned long long)want,
+				(unsigned long long)have);
+			return 1;
+		}
+		if (conns(&res, client, port, size, iters, seconds, nconns,
+			  nbusy, ends))
+			return 1;
+		report(&res, NULL, NULL, NULL, NULL, csv, csv_header);
+		return res.iters ? 0 : 1;
+	}
 	have_srv = !server_stats(client, port, &s0);
 	cpu_now(&c0);
 	if (!strcmp(test, "connrate"))
@@ -1363,7 +1917,7 @@ int main(int argc, char **argv)
 	else
 		rc = run_workers(&res, client, port, tests[ti].port_step,
 				 streams, tests[ti].wire, size, iters,
-				 seconds);
+				 seconds, NULL);
 	cpu_now(&c1);
 	if (rc)
 		return 1;
