@@ -9,7 +9,8 @@
 #   bench-guest.sh quick|full OUTDIR FIRST TOTAL   run it (inside a guest)
 #
 # Plan lines: "perf PROGRAM SIZE poll|event" (perftest over rdma_cm, -R) or
-# "hb TRANSPORT TEST SIZE" (hps-bench). Running appends to OUTDIR/raw.csv
+# "hb TRANSPORT TEST SIZE [CONNS]" (hps-bench; CONNS for conns, its
+# --conns). Running appends to OUTDIR/raw.csv
 # one line per measurement, the configuration ("2n-siw") first and then
 # hps-bench's CSV columns (perftest results mapped onto them: t_typical as
 # the median, BW average as mbps), and what went wrong or needs saying to
@@ -28,6 +29,12 @@
 set -u
 
 streams=4	# connections of streams, fanin and fanout
+# conns: connections held open (HPS_BENCH_CONNS overrides), of which
+# conns_busy do pingpong; over AF_HPS and TCP only (rsockets stalled in their
+# multi-connection tests, and AF_SMC falls back to TCP here)
+conns_quick=200
+conns_full=1000
+conns_busy=2
 
 lat_sizes_full="1 4 16 64 256 1024 4096 16384 65536 262144 1048576"
 bw_sizes_full="64 256 1024 4096 16384 65536 262144 1048576 4194304 16777216"
@@ -73,6 +80,7 @@ plan() {
 			echo "hb $t fanin 64"
 			echo "hb $t fanout 65536"
 			echo "hb $t connrate 64"
+			echo "hb $t conns 64 ${HPS_BENCH_CONNS:-$conns_quick}"
 		done
 		for t in rsocket smc; do
 			echo "hb $t pingpong 64"
@@ -102,6 +110,9 @@ plan() {
 		echo "hb $t fanin 64"
 		echo "hb $t fanout 65536"
 		echo "hb $t connrate 64"
+		case $t in
+		hps|tcp) echo "hb $t conns 64 ${HPS_BENCH_CONNS:-$conns_full}" ;;
+		esac
 	done
 	sweep_plan
 }
@@ -125,6 +136,9 @@ total=${4:-0}
 top=${HPS_TOP:-$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)}
 bench=$top/tools/bench/hps-bench
 smcsetup=$top/tools/bench/smc-setup
+# empty fields that bring perftest's rows (hps-bench's first 19 columns)
+# to hps-bench's column count
+pad=$("$bench" --csv-columns | awk -F, '{ for (i = 20; i <= NF; i++) printf "," }')
 nodes=${HPS_NODES:-1} rdma=$HPS_RDMA dev=$HPS_IBDEV peer=$HPS_PEER
 cfg=${nodes}n-$rdma
 raw=$outdir/raw.csv
@@ -266,7 +280,7 @@ run_perf_once() {
 		fi
 		if [ $rc = 0 ] && [ -n "$line" ]; then
 			IFS=, read -r it med p99 p999 mean <<<"$line"
-			emit "$name,pingpong,$size,$it,$med,$p99,$p999,,1,,,,,,,,,,$mean"
+			emit "$name,pingpong,$size,$it,$med,$p99,$p999,,1,,,,,,,,,,$mean$pad"
 			return
 		fi
 	else
@@ -274,7 +288,7 @@ run_perf_once() {
 		line=$(awk -v s="$size" '$1 == s && NF >= 5 { print $2 "," $4 }' "$tmp/out" | tail -n1)
 		if [ $rc = 0 ] && [ -n "$line" ]; then
 			IFS=, read -r it gbps <<<"$line"
-			emit "$name,stream,$size,$it,,,,$(awk -v g="$gbps" 'BEGIN { printf "%.1f", g * 125 }'),1,,,,,,,,,,"
+			emit "$name,stream,$size,$it,,,,$(awk -v g="$gbps" 'BEGIN { printf "%.1f", g * 125 }'),1,,,,,,,,,,$pad"
 			return
 		fi
 	fi
@@ -348,11 +362,11 @@ server_stop() {
 
 # hb TRANSPORT TEST SIZE PORT [KNOB VALUE]: one hps-bench measurement;
 # with KNOB (a sweep point, VALUE with * when it is the default) the row
-# goes to sweep.csv
+# goes to sweep.csv; conns opens $hb_conns connections (the plan line's)
 run_hb() {
 	local t=$1 test=$2 size=$3 port=$4 knob=${5:-} val=${6:-}
-	local args line rc p0 p1 name=$1
-	progress "$t${knob:+ $knob=${val%\*}} $test $(human "$size")"
+	local args line rc p0 p1 name=$1 limit=300 f
+	progress "$t${knob:+ $knob=${val%\*}} $test $(human "$size")$([ "$test" = conns ] && echo ", $hb_conns connections")"
 	if [ "$t" = smc ] && [ -n "$smc_state" ] && [ "$smc_state" != ok ]; then
 		note "smc $test $(human "$size"): not run: $smc_state"
 		return
@@ -361,15 +375,19 @@ run_hb() {
 		--size "$size" --csv)
 	[ "$knob" = nodelay ] && [ "${val%\*}" = 0 ] && args+=(--no-nodelay)
 	case $test in
-	pingpong|fanin) args+=(--iters "$(pp_iters "$size")") ;;
+	pingpong|fanin|conns) args+=(--iters "$(pp_iters "$size")") ;;
 	connrate) args+=(--seconds "$secs") ;;
 	*) args+=(--seconds "$secs") ;;
 	esac
 	case $test in
 	streams|fanin|fanout) args+=(--streams "$streams") ;;
+	conns)	# a thousand connects at tens per second under TCG
+		args+=(--conns "$hb_conns" --busy "$conns_busy")
+		limit=900 ;;
 	esac
+	[ "$t" = smc ] && limit=60
 	p0=$(rdma_pkts)
-	run_bounded $([ "$t" = smc ] && echo 60 || echo 300) "$tmp/hb" "$bench" "${args[@]}"
+	run_bounded "$limit" "$tmp/hb" "$bench" "${args[@]}"
 	rc=$?
 	p1=$(rdma_pkts)
 	line=$(grep -E "^$t,$test," "$tmp/hb" | tail -n1)
@@ -401,6 +419,12 @@ run_hb() {
 			note "smc $test $(human "$size"): $dev counted $((p1 - p0)) RDMA packets during the run: SMC-R carried it"
 		fi
 	fi
+	if [ "$test" = conns ]; then
+		# iters: opened; conns: asked for; conn_err: what stopped it
+		IFS=, read -r -a f <<<"$line"
+		[ -z "${f[20]:-}" ] ||
+			note "$t conns: ${f[3]} of ${f[19]} connections, then ${f[20]}"
+	fi
 	if [ -n "$knob" ]; then
 		echo "$cfg,$knob,${val%\*},$([ "$val" != "${val%\*}" ] && echo 1 || echo 0),${line}" >>"$outdir/sweep.csv"
 		return
@@ -431,7 +455,7 @@ sweep_set() {
 echo "bench: $cfg, device $dev, peer $peer, $mode mode, ${secs}s streams" >&2
 hps_failed=0
 hb_port=21000
-cur= restart=0
+cur= restart=0 hb_conns=
 filtered_plan "$mode" "$nodes" "$rdma" >"$tmp/plan"	# no /dev/fd in the guest
 while read -r kind a b c d <&3; do
 	case $kind in
@@ -447,6 +471,7 @@ while read -r kind a b c d <&3; do
 				note "$a: the hps-bench server did not start: $(first_error "$tmp/server")"
 			fi
 		fi
+		hb_conns=$d
 		run_hb "$a" "$b" "$c" "$hb_port"
 		;;
 	sw)	# sw KNOB VALUE TEST SIZE

@@ -60,6 +60,22 @@ def ratio(a, b):
     return '%.2f' % (a / b)
 
 
+def pos_ratio(a, b):
+    """a / b of two amounts that only mean something above 0 (memory)"""
+    if a is None or b is None or a <= 0 or b <= 0:
+        return '-'
+    return '%.2f' % (a / b)
+
+
+def opened(r):
+    """conns: the connections opened, and what stopped the rest"""
+    n, want = r.get('iters') or '0', r.get('conns') or '?'
+    if not r.get('conn_err') and n == want:
+        return n
+    return '%s of %s%s' % (n, want, ' (%s)' % r['conn_err']
+                           if r.get('conn_err') else '')
+
+
 def order_key(t):
     return (ORDER.index(t) if t in ORDER else len(ORDER), t)
 
@@ -249,7 +265,7 @@ def headline(rows, configs):
         for r in rows:
             if (r['config'], r['transport'], r['test']) == (cfg, t, test) \
                     and int(r['size']) == size:
-                return num(r[col])
+                return num(r.get(col))
         return None
 
     refs = [('raw verbs (polling)', 'verbs-send-poll'),
@@ -260,7 +276,8 @@ def headline(rows, configs):
     head += ['64 B latency / %s' % n for n, _ in refs]
     head += ['64 KiB bandwidth / %s' % n for n, t in refs
              if t != 'verbs-send-event']
-    head += ['connections/s / TCP']
+    head += ['connections/s / TCP', 'conns setup/s / TCP',
+             'memory per connection / TCP']
     trows = []
     for cfg in configs:
         row = [cfg]
@@ -273,14 +290,20 @@ def headline(rows, configs):
                 row.append(ratio(bw, val(cfg, t, 'stream', 65536, 'mbps')))
         row.append(ratio(val(cfg, 'hps', 'connrate', 64, 'rate_per_s'),
                          val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
+        row.append(ratio(val(cfg, 'hps', 'conns', 64, 'rate_per_s'),
+                         val(cfg, 'tcp', 'conns', 64, 'rate_per_s')))
+        row.append(pos_ratio(val(cfg, 'hps', 'conns', 64, 'mem_kib_end'),
+                             val(cfg, 'tcp', 'conns', 64, 'mem_kib_end')))
         trows.append(row)
     if not trows:
         return []
     out = ['## Headline: AF_HPS against the others', '',
            'Latency: AF_HPS one-way median / the other\'s (above 1: AF_HPS '
            'slower). Bandwidth and connection rate: AF_HPS / the other '
-           '(below 1: AF_HPS slower). "-": no result for the other (see '
-           'the notes: SMC-R never carried a run here).', '']
+           '(below 1: AF_HPS slower). Memory per connection (conns, '
+           'MemAvailable): AF_HPS / TCP (above 1: AF_HPS takes more). "-": '
+           'no result for the other (see the notes: SMC-R never carried a '
+           'run here).', '']
     table(out, head, trows)
     return out
 
@@ -372,6 +395,44 @@ def main():
                      next((r['streams'] for r in rs
                            if r['test'] in ('streams', 'fanin', 'fanout')),
                           '-')), '']
+
+        held = [t for t in transports if (t, 'conns') in by]
+        if held:
+            def cv(t, col):
+                rr = by.get((t, 'conns'))
+                return num(rr[0].get(col)) if rr else None
+
+            cols = [('rate_per_s', 1, ratio), ('mem_kib_end', 1, pos_ratio),
+                    ('slab_kib_end', 2, pos_ratio),
+                    ('sunreclaim_kib_end', 2, pos_ratio),
+                    ('vmalloc_kib_end', 2, pos_ratio),
+                    ('median_us', 2, ratio), ('close_s', 3, ratio)]
+            trows = [[LABEL.get(t, t), opened(by[(t, 'conns')][0])] +
+                     [fmt(cv(t, c), d) for c, d, _ in cols] for t in held]
+            if 'hps' in held and 'tcp' in held:
+                trows.append(['AF_HPS / TCP', ''] +
+                             [f(cv('hps', c), cv('tcp', c))
+                              for c, _, f in cols])
+            out += ['### Connections held open (conns)', '']
+            table(out, ['transport', 'connections', 'setup/s',
+                        'KiB per connection end', 'Slab KiB/end',
+                        'SUnreclaim KiB/end', 'VmallocUsed KiB/end',
+                        'busy median us', 'close s'], trows)
+            r0 = by[(held[0], 'conns')][0]
+            out += ['(connections opened one after another and all held '
+                    'open; %s of them busy with %s round trips meanwhile, '
+                    'then one checked echo on each. Memory: the drop of '
+                    'MemAvailable (and the growth of Slab, SUnreclaim, '
+                    'VmallocUsed) on the client\'s node from before the '
+                    'first connection to after the last, over the '
+                    'connection ends on that node: %s. Busy median: one-way '
+                    'latency, to compare with fanin\'s. "N of M (ERROR)": '
+                    'the opening stopped at that error)' %
+                    (r0.get('streams') or '-', human(r0['size']),
+                     'two per connection (both ends on one node)'
+                     if cfg.startswith('1n') else
+                     'one per connection (the server on the other node)'),
+                    '']
 
         cpu_rows = []
         for t in transports:

@@ -10,13 +10,15 @@
 #
 # quick (default): 1 node rxe and 2 nodes siw; perftest send latency and
 #   bandwidth, hps-bench over AF_HPS and TCP (two latency and two bandwidth
-#   sizes, bidir, streams, fanin, fanout, connrate), rsockets and AF_SMC at
-#   64 B and 64 KiB; 1 s per bandwidth point. A few minutes.
+#   sizes, bidir, streams, fanin, fanout, connrate, conns with 200
+#   connections held open, 2 of them busy), rsockets and AF_SMC at 64 B and
+#   64 KiB; 1 s per bandwidth point. A few minutes.
 # full: all four configurations (1 and 2 nodes, rxe and siw); perftest
 #   ib_send_lat, ib_write_lat, ib_send_bw, ib_write_bw, ib_read_bw, each
 #   polling and with -e, at several sizes; every hps-bench test over AF_HPS,
-#   TCP, rsockets and AF_SMC, latency 1 B..1 MiB and bandwidth 64 B..16 MiB
-#   in powers of 4; 3 s per bandwidth point; then the sweeps.
+#   TCP, rsockets and AF_SMC (conns, with 1000 connections, over AF_HPS and
+#   TCP only), latency 1 B..1 MiB and bandwidth 64 B..16 MiB in powers of
+#   4; 3 s per bandwidth point; then the sweeps.
 # sweep: only the parameter sweeps of AF_HPS (credits, buf_size, ack_thresh,
 #   inline_max, small-write combining, zcopy_thresh; bench-guest.sh's
 #   $sweeps), 1 node rxe and 2 nodes siw by default, 2 s per point.
@@ -30,7 +32,8 @@
 # which hung both kernels here), HPS_BENCH_SECONDS (per bandwidth point), HPS_BENCH_ITERS
 # (pingpong iterations for small messages), HPS_BENCH_HOST (a line about the
 # host for meta.txt), HPS_BENCH_FILTER (run only the plan lines matching
-# this extended regular expression; see bench-guest.sh --plan).
+# this extended regular expression; see bench-guest.sh --plan),
+# HPS_BENCH_CONNS (the connections of conns).
 set -u
 
 top=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
@@ -46,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--configs) configs=${2:?}; shift 2 ;;
 	--out) out=${2:?}; shift 2 ;;
 	--dry-run) dry=1; shift ;;
-	-h|--help) sed -n '4,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,30s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -73,7 +76,7 @@ for c in $configs; do
 		k=$((k + 1))
 		case $kind in
 		perf) est=$((est + 6 + (f2 >= 262144 ? 10 : 0))); continue ;;
-		hb) t=$f2 sz=$f3 ;;
+		hb) t=$f2 sz=$f3 nc=${f4:-0} ;;
 		sw)	# plus a server restart per value
 			t=$f3 sz=$f4
 			[ "$f1=$f2" != "${last:-}" ] && est=$((est + 3)) last="$f1=$f2"
@@ -81,6 +84,7 @@ for c in $configs; do
 		esac
 		case $t in
 		pingpong|fanin) est=$((est + 4 + (sz >= 65536 ? 10 : 0))) ;;
+		conns) est=$((est + 10 + nc / 25)) ;;	# ~50 connects/s
 		*) est=$((est + secs + 3)) ;;
 		esac
 	done < <("$guest" --plan "$mode" "$n" "$r")
