@@ -5,7 +5,8 @@
 # AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
 # AF_SMC; servers on the peer (node 2, or node 1 itself over loopback).
 # Checks the exit status (which covers hps-bench's own data checks: echo
-# compare, stream checksums) and the shape of the CSV line, never the speed.
+# compare, stream checksums) and the shape of the CSV line (and for conns
+# that every connection was opened), never the speed.
 #
 # AF_SMC here is plain socket(AF_SMC) without a pnet table or user EID, so
 # over rxe and siw it falls back to TCP inside the kernel: the case checks
@@ -21,7 +22,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 top=$PWD
 bench=$top/tools/bench/hps-bench
-ncols=19	# columns of hps-bench's CSV line
+ncols=26	# columns of hps-bench's CSV line
 pass=0 fail=0 n=0
 peer=${HPS_PEER:?run inside an hps-vm guest}
 
@@ -34,6 +35,7 @@ tests=(
 	"fanin --streams 2 --size 64 --iters 20"
 	"fanout --streams 2 --size 65536 --iters 10"
 	"connrate --size 64 --iters 5"
+	"conns --conns 8 --busy 2 --size 64 --iters 20"
 )
 # rsockets (rdma-core 44) only with the two one-connection tests: on two
 # nodes over siw, its fanout and connrate stalled until the watchdog, and
@@ -85,6 +87,11 @@ run_one() {
 	cols=$(echo "$out" | grep -E "^$t,$1," | tail -n1 | awk -F, '{ print NF }')
 	[ "${cols:-0}" = "$ncols" ] ||
 		{ echo "# CSV line has ${cols:-no} columns, want $ncols"; return 1; }
+	# conns: every connection asked for was opened (iters = conns, no
+	# conn_err), since its exit status is 0 when only some were
+	[ "$1" != conns ] || echo "$out" | grep -E "^$t,$1," | tail -n1 |
+		awk -F, '$4 == $20 && $21 == "" { ok = 1 } END { exit !ok }' ||
+		{ echo "# conns did not open every connection"; return 1; }
 }
 
 job=
