@@ -388,7 +388,8 @@ static void *still_writer(void *arg)
  * (tcp_syn_retries 6: about 130 s), and so does the close of such a
  * socket, which holds the module until then: in make check over siw the
  * random test's connects retry twice (7 s), its own end-of-run wait then
- * takes seconds instead of a minute. make check-full keeps the default.
+ * takes seconds instead of a minute; the concurrent cases' too. make
+ * check-full keeps the default.
  * Writes the old value to old (empty when nothing was changed).
  */
 static void syn_retries_short(char *old, size_t n)
@@ -558,6 +559,7 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	for (i = 0; i < 1800 && hps_module_refcnt() > ref0; i++)
 		usleep(100000);
 	syn_retries_restore(syn_old);
+	TH_LOG("sockets closed %.1f s after the run", i / 10.0);
 	EXPECT_LE(hps_module_refcnt(), ref0) {
 		TH_LOG("sockets left after %.1f s", i / 10.0);
 		system("cat /proc/net/hps_stat >&2");
@@ -790,6 +792,7 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
 	long ref0 = hps_module_refcnt(), calls = 0, unexpected;
 	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	char syn_old[16];
 	int i, status;
 	pid_t child;
 
@@ -817,6 +820,7 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 		setsockopt(cl, SOL_HPS, HPS_ZCOPY_THRESH, &zc, sizeof(zc));
 	}
 	ASSERT_GE(cl, 0);
+	syn_retries_short(syn_old, sizeof(syn_old));
 	for (i = 0; i < POOL; i++)
 		pool[i] = -1;
 	/* (all empty first: a refill puts a connection's peer in any slot) */
@@ -853,6 +857,8 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 	for (i = 0; i < 10 * atoi(hps_env("HPS_FUZZ_LEAK_WAIT", "180")) &&
 		    hps_module_refcnt() > ref0; i++)
 		usleep(100000);
+	syn_retries_restore(syn_old);
+	TH_LOG("sockets closed %.1f s after the run", i / 10.0);
 	EXPECT_LE(hps_module_refcnt(), ref0) {
 		TH_LOG("sockets left after %.1f s", i / 10.0);
 		system("cat /proc/net/hps_stat >&2");
