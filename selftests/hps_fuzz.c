@@ -383,49 +383,6 @@ static void *still_writer(void *arg)
 }
 
 /* A new connection carries 300,000 bytes intact (whatever the window). */
-/*
- * A connect to a random address over siw waits for TCP's SYN retries
- * (tcp_syn_retries 6: about 130 s), and so does the close of such a
- * socket, which holds the module until then: in make check over siw the
- * random test's connects retry twice (7 s), its own end-of-run wait then
- * takes seconds instead of a minute; the concurrent cases' too. make
- * check-full keeps the default.
- * Writes the old value to old (empty when nothing was changed).
- */
-static void syn_retries_short(char *old, size_t n)
-{
-	const char *path = "/proc/sys/net/ipv4/tcp_syn_retries";
-	FILE *f;
-
-	old[0] = 0;
-	if (strcmp(hps_env("HPS_RDMA", ""), "siw") || getenv("HPS_FULL"))
-		return;
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (!fgets(old, n, f))
-		old[0] = 0;
-	fclose(f);
-	f = fopen(path, "w");
-	if (f) {
-		fputs(old[0] ? "2\n" : "", f);
-		fclose(f);
-	}
-}
-
-static void syn_retries_restore(const char *old)
-{
-	FILE *f;
-
-	if (!old[0])
-		return;
-	f = fopen("/proc/sys/net/ipv4/tcp_syn_retries", "w");
-	if (f) {
-		fputs(old, f);
-		fclose(f);
-	}
-}
-
 static int still_works(void)
 {
 	static char rx[sizeof(still_tx)];
@@ -461,7 +418,6 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	long ref0 = hps_module_refcnt();
 	int unexpected = 0, ok = 0, l, i, failfd = -1;
 	int fail = fail_mode = atoi(hps_env("HPS_FUZZ_FAIL", "0"));
-	char syn_old[16];
 	double t0 = hps_now();
 	long n;
 
@@ -495,7 +451,6 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 
 	l = nonblock(hps_listener(&port, 64));
 	ASSERT_GE(l, 0);
-	syn_retries_short(syn_old, sizeof(syn_old));
 	for (i = 0; i < POOL; i++)
 		pool[i] = -1;
 	for (i = 0; i < POOL; i++)
@@ -552,13 +507,11 @@ TEST_F_TIMEOUT(fuzz, random_calls_on_every_state, 14400)
 	 * for most (closed with linger 0); a socket closed while siw's
 	 * rdma_connect() runs waits for it, up to TCP's connect timeout
 	 * (about 130 s: on one node the dummy link "resolves" any address,
-	 * so a connect to a random one waits for SYN retries; make check
-	 * shortens that, see syn_retries_short()).
+	 * so a connect to a random one waits for SYN retries).
 	 */
 	/* (a socket an earlier test left closing may go meanwhile: <=) */
 	for (i = 0; i < 1800 && hps_module_refcnt() > ref0; i++)
 		usleep(100000);
-	syn_retries_restore(syn_old);
 	TH_LOG("sockets closed %.1f s after the run", i / 10.0);
 	EXPECT_LE(hps_module_refcnt(), ref0) {
 		TH_LOG("sockets left after %.1f s", i / 10.0);
@@ -792,7 +745,6 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 	unsigned long long seed = strtoull(hps_env("HPS_FUZZ_SEED", "0"), NULL, 0);
 	long ref0 = hps_module_refcnt(), calls = 0, unexpected;
 	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
-	char syn_old[16];
 	int i, status;
 	pid_t child;
 
@@ -820,7 +772,6 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 		setsockopt(cl, SOL_HPS, HPS_ZCOPY_THRESH, &zc, sizeof(zc));
 	}
 	ASSERT_GE(cl, 0);
-	syn_retries_short(syn_old, sizeof(syn_old));
 	for (i = 0; i < POOL; i++)
 		pool[i] = -1;
 	/* (all empty first: a refill puts a connection's peer in any slot) */
@@ -857,7 +808,6 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 	for (i = 0; i < 10 * atoi(hps_env("HPS_FUZZ_LEAK_WAIT", "180")) &&
 		    hps_module_refcnt() > ref0; i++)
 		usleep(100000);
-	syn_retries_restore(syn_old);
 	TH_LOG("sockets closed %.1f s after the run", i / 10.0);
 	EXPECT_LE(hps_module_refcnt(), ref0) {
 		TH_LOG("sockets left after %.1f s", i / 10.0);
