@@ -221,15 +221,13 @@ ftp_up() {
 	ftp_conf "$ftp_tcp_port" "$ptmp/ftp" >"$work/vsftpd-tcp.conf"
 	peer_bg "$run" vsftpd "$work/vsftpd.conf" || return 1
 	ftp_job=$job
-	if [ -z "$full" ]; then
-		hps-vm-peer hps-vm-wait-listen "$ftp_port" 60 && return 0
-		peer_log "$ftp_job"
-		return 1
+	if [ -n "$full" ]; then
+		peer_bg vsftpd "$work/vsftpd-tcp.conf" || return 1
+		ftp_tcp_job=$job
 	fi
-	peer_bg vsftpd "$work/vsftpd-tcp.conf" || return 1
-	ftp_tcp_job=$job
 	hps-vm-peer hps-vm-wait-listen "$ftp_port" 60 ||
 		{ peer_log "$ftp_job"; return 1; }
+	[ -n "$full" ] || return 0
 	for _ in $(seq 50); do
 		curl -s "ftp://$HPS_PEER:$ftp_tcp_port/" >/dev/null && return 0
 		sleep 0.2
