@@ -29,6 +29,8 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 #include "kselftest_harness.h"
 #include "hps_util.h"
@@ -88,6 +90,7 @@ static int is_siw(void)
 struct blocked {
 	int fd;
 	int recv;
+	int pause, parked;	/* (the writer: __atomic) */
 	long long bytes;
 	double t_last, t_end;
 	int err;
@@ -100,6 +103,12 @@ static void *run_blocked(void *arg)
 	ssize_t r;
 
 	for (;;) {
+		if (__atomic_load_n(&b->pause, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&b->parked, 1, __ATOMIC_RELEASE);
+			while (__atomic_load_n(&b->pause, __ATOMIC_ACQUIRE))
+				usleep(1000);
+			__atomic_store_n(&b->parked, 0, __ATOMIC_RELEASE);
+		}
 		r = b->recv ? recv(b->fd, buf, sizeof(buf), 0)
 			    : send(b->fd, buf, sizeof(buf), MSG_NOSIGNAL);
 		if (r <= 0)
@@ -181,6 +190,7 @@ TEST_F_TIMEOUT(peer, user_timeout_ends_a_writer, 120)
 	struct blocked b = { .fd = -1 };
 	pthread_t th;
 	double t0, gone;
+	int queued = -1;
 
 	b.fd = -1;
 	ASSERT_EQ(0, start(_metadata, self->port, &b, 'S', &th));
@@ -190,16 +200,32 @@ TEST_F_TIMEOUT(peer, user_timeout_ends_a_writer, 120)
 				     strerror(b.err));
 	ASSERT_GT(b.bytes, 0);
 
-	t0 = hps_now();
+	/*
+	 * The timeout counts from the sender's last progress, which on a
+	 * starved host may lie a while before the link goes. So the writer
+	 * pauses until all it sent has completed (SIOCOUTQ 0: nothing
+	 * waits), the link goes, and then it writes again: its wait, and
+	 * the 2 s, begin after t0.
+	 */
+	__atomic_store_n(&b.pause, 1, __ATOMIC_RELEASE);
+	for (t0 = hps_now(); hps_now() - t0 < 20; usleep(10000))
+		if (__atomic_load_n(&b.parked, __ATOMIC_ACQUIRE) &&
+		    !ioctl(b.fd, SIOCOUTQ, &queued) && !queued)
+			break;
+	ASSERT_EQ(0, queued) TH_LOG("the writer's data did not drain in 20 s");
+	ASSERT_EQ(0, b.t_end) TH_LOG("the writer ended while paused: %s",
+				     strerror(b.err));
 	ASSERT_EQ(0, system("hps-vm-link 2 down"));
+	t0 = hps_now();
+	__atomic_store_n(&b.pause, 0, __ATOMIC_RELEASE);
 	gone = ended(&b, t0, 40);
-	TH_LOG("writer: %s %.1f s after the link went (%lld bytes; the last send returned %.1f s after)",
+	TH_LOG("writer: %s %.1f s after it wrote again, the link gone (%lld bytes; the last send returned %.1f s after)",
 	       strerror(b.err), gone, b.bytes, b.t_last - t0);
 	ASSERT_GE(gone, 0) TH_LOG("still blocked 40 s after the link went");
 	pthread_join(th, NULL);
 	EXPECT_EQ(ETIMEDOUT, b.err);
 	/* 2 s after the data stopped: not before, and not the transport */
-	EXPECT_GE(gone, 1.5);
+	EXPECT_GE(gone, 1.9);
 	EXPECT_LT(gone, 2.0 + 5.0);
 	close(b.fd);
 }
@@ -208,7 +234,7 @@ TEST_F_TIMEOUT(peer, keepalive_ends_an_idle_reader, 120)
 {
 	struct blocked b = { .fd = -1, .recv = 1 };
 	pthread_t th;
-	double t0, gone;
+	double t0, t1, gone;
 	char c = 'x';
 
 	ASSERT_EQ(0, start(_metadata, self->port, &b, 'E', &th));
@@ -239,13 +265,16 @@ TEST_F_TIMEOUT(peer, keepalive_ends_an_idle_reader, 120)
 		close(b.fd);
 		return;
 	}
+	/* (the link went between t0 and now: a slow host's request is slow) */
+	t1 = hps_now();
 	gone = ended(&b, t0, 40);
-	TH_LOG("reader: %s %.1f s after the link went", strerror(b.err), gone);
+	TH_LOG("reader: %s %.1f s after the request to take the link, %.1f s after it returned",
+	       strerror(b.err), gone, b.t_end - t1);
 	ASSERT_GE(gone, 0) TH_LOG("still blocked 40 s after the link went");
 	pthread_join(th, NULL);
 	EXPECT_EQ(ETIMEDOUT, b.err);
-	/* 3 s of silence (1 + 2 * 1), the request to take the link included */
-	EXPECT_LT(gone, 3.0 + 5.0);
+	/* 3 s of silence (1 + 2 * 1), not the transport's 15 s */
+	EXPECT_LT(b.t_end - t1, 3.0 + 5.0);
 	close(b.fd);
 }
 

@@ -7,8 +7,9 @@
 # of make check-debug, debug_*, and last the destructive ones (final_*:
 # they remove the RDMA device or kill node 2). Prints their output and
 # writes the summed counts ("pass fail skip") to the file named by $1 (in
-# the project tree, which the host reads back), and each test's time to
-# $1.times ("test seconds").
+# the project tree, which the host reads back), each test's time to
+# $1.times ("test seconds") and each failed test, with up to three of its
+# failed cases, to $1.failed.
 #
 # Which configurations a test runs in: its source's "hps-configs:" line
 # (e.g. "hps-configs: 1:rxe 1:siw"; every configuration without one);
@@ -39,6 +40,7 @@ runs_here() {
 
 pass=0 fail=0 skip=0
 : >"$result.times"
+: >"$result.failed"
 # A test whose program was not built is a failure, not a silent omission.
 for c in hps_*.c; do
 	t=${c%.c}
@@ -83,6 +85,10 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 		echo "=== $t: no totals (exit status $rc: crashed or timed out)"
 		fail=$((fail + 1))
 	fi
+	# the failed program and its failed cases, for the run's summary
+	[ "$fail" != "$f0" ] &&
+		echo "$t$(sed -n 's/^not ok [0-9]* / /p' "$out" | head -n 3 |
+			tr -d '\n')" >>"$result.failed"
 	rm -f "$out"
 	echo "=== $t: $((SECONDS - t0)) s"
 	echo "$t $((SECONDS - t0))" >>"$result.times"

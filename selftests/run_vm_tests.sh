@@ -13,7 +13,7 @@
 # run_guest.sh). make check-debug sets HPS_FULL_CONFIGS and
 # HPS_SUBSET_TESTS: the configurations not listed in the first run only
 # the tests listed in the second. At the end: each configuration's time
-# and the ten slowest tests.
+# and the ten slowest tests, and the failed tests by name.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 vm=$top/tools/vm/hps-vm
@@ -32,7 +32,7 @@ for c in $configs; do
 	nodes=${c%%:*} rdma=${c#*:}
 	name="$nodes-node $rdma"
 	file=$res/result.$nodes-$rdma
-	rm -f "$file"
+	rm -f "$file" "$file.failed"
 	tests=${HPS_TESTS:-} what=
 	if [ -z "$tests" ] && [ -n "${HPS_FULL_CONFIGS:-}" ] &&
 	   [[ " $HPS_FULL_CONFIGS " != *" $c "* ]]; then
@@ -54,7 +54,7 @@ for c in $configs; do
 	pass=$((pass + p)) skip=$((skip + s))
 	if [ "$f" != 0 ]; then
 		fail=$((fail + f))
-		failed+=("$name: $f test(s)")
+		failed+=("$name: $f test(s): $(paste -sd';' "$file.failed" 2>/dev/null)")
 	elif [ "$vmrc" != 0 ]; then
 		# No test failed, yet the run did: a kernel report, a timeout or
 		# a guest that never answered. That is a failure of its own.
