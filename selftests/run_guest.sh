@@ -87,8 +87,8 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	fi
 	# the failed program and its failed cases, for the run's summary
 	[ "$fail" != "$f0" ] &&
-		echo "$t$(sed -n 's/^not ok [0-9]* / /p' "$out" | head -n 3 |
-			tr -d '\n')" >>"$result.failed"
+		echo "$t ($(sed -n 's/^not ok [0-9]* //p' "$out" | head -n 3 |
+			paste -sd ',' -))" >>"$result.failed"
 	rm -f "$out"
 	echo "=== $t: $((SECONDS - t0)) s"
 	echo "$t $((SECONDS - t0))" >>"$result.times"
