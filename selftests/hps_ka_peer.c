@@ -192,7 +192,6 @@ TEST_F_TIMEOUT(peer, user_timeout_ends_a_writer, 120)
 	double t0, gone;
 	int queued = -1;
 
-	b.fd = -1;
 	ASSERT_EQ(0, start(_metadata, self->port, &b, 'S', &th));
 	ASSERT_EQ(0, seti(b.fd, SOL_TCP, TCP_USER_TIMEOUT, 2000));
 	sleep(1);

@@ -85,15 +85,13 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 		echo "=== $t: no totals (exit status $rc: crashed or timed out)"
 		fail=$((fail + 1))
 	fi
-	# the failed program and its failed cases, for the run's summary
-	[ "$fail" != "$f0" ] &&
-		echo "$t ($(sed -n 's/^not ok [0-9]* //p' "$out" | head -n 3 |
-			paste -sd ',' -))" >>"$result.failed"
-	rm -f "$out"
 	echo "=== $t: $((SECONDS - t0)) s"
 	echo "$t $((SECONDS - t0))" >>"$result.times"
-	# On failure, what the kernel said meanwhile and the module's counters.
+	# On failure: the program and its failed cases, for the run's summary;
+	# what the kernel said meanwhile and the module's counters.
 	if [ "$fail" != "$f0" ]; then
+		echo "$t ($(sed -n 's/^not ok [0-9]* //p' "$out" | head -n 3 |
+			paste -sd ',' -))" >>"$result.failed"
 		echo "=== $t failed: kernel log since it started, and hps_stat"
 		dmesg | tail -n +$((klog0 + 1)) | tail -n 40 | sed 's/^/# node1: /'
 		# (bounded: final_peer_death reboots node 2)
@@ -112,6 +110,7 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 			/sys/class/infiniband/*/ports/1/gids/* 2>/dev/null |
 			sed 's|^/sys/class/infiniband/\([^:]*\):|# \1 |'
 	fi
+	rm -f "$out"
 done
 echo "$pass $fail $skip" >"$result"
 echo "=== $HPS_NODES node(s), $HPS_RDMA: $pass passed, $fail failed, $skip skipped"
