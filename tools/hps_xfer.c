@@ -4,6 +4,7 @@
  *
  *   hps_xfer [--transport hps|tcp] -l ADDR PORT [--echo] [--count N]
  *   hps_xfer [--transport hps|tcp] -c ADDR PORT -n BYTES [--echo]
+ *            [--rate BYTES_PER_S]
  *
  * The client sends BYTES pseudo-random bytes, shuts down its sending side
  * and reads the server's 8-byte checksum of what it received; both ends
@@ -12,6 +13,10 @@
  * everything back and the client checks the returned stream as well: its
  * checksum and length must equal what was sent (exit 1 if not).
  * The server serves --count connections (default 1; 0: for ever).
+ * --rate paces the client: it sends no faster than that on average (1 MiB
+ * at a time), so BYTES / BYTES_PER_S is the least a transfer lasts however
+ * fast the path is (a test that must have something happen inside a
+ * transfer).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -198,7 +203,7 @@ static void fill(unsigned char *p, size_t n)
 }
 
 static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
-		  int echo)
+		  int echo, double rate)
 {
 	unsigned char *buf = malloc(CHUNK);
 	uint64_t sum = FNV_INIT, sent = 0, peer_sum = 0;
@@ -222,7 +227,10 @@ static int client(struct sockaddr_storage *ss, socklen_t len, uint64_t total,
 	t0 = now();
 	while (sent < total) {
 		size_t n = total - sent > CHUNK ? CHUNK : total - sent;
+		double ahead = rate > 0 ? sent / rate - (now() - t0) : 0;
 
+		if (ahead > 0)
+			usleep(ahead * 1e6);
 		fill(buf, n);
 		sum = fnv(sum, buf, n);
 		if (write_all(fd, buf, n)) {
@@ -288,7 +296,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: hps_xfer [--transport hps|tcp] -l ADDR PORT [--echo] [--count N]\n"
-		"       hps_xfer [--transport hps|tcp] -c ADDR PORT -n BYTES\n");
+		"       hps_xfer [--transport hps|tcp] -c ADDR PORT -n BYTES [--echo]\n"
+		"                [--rate BYTES_PER_S]\n");
 	exit(2);
 }
 
@@ -298,6 +307,7 @@ int main(int argc, char **argv)
 	int listen_mode = -1, echo = 0, count = 1, i, one = 1;
 	struct sockaddr_storage ss;
 	uint64_t total = 1 << 20;
+	double rate = 0;
 	socklen_t len;
 
 	for (i = 1; i < argc; i++) {
@@ -315,6 +325,8 @@ int main(int argc, char **argv)
 			i += 2;
 		} else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
 			total = strtoull(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "--rate") && i + 1 < argc) {
+			rate = strtod(argv[++i], NULL);
 		} else if (!strcmp(argv[i], "--echo")) {
 			echo = 1;
 		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
@@ -327,7 +339,7 @@ int main(int argc, char **argv)
 		usage();
 
 	if (!listen_mode)
-		return client(&ss, len, total, echo);
+		return client(&ss, len, total, echo, rate);
 
 	int l = new_socket(ss.ss_family);
 
