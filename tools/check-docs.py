@@ -8,7 +8,9 @@ Fails (exit status 1, one line per problem) when
 - a sysctl of af_hps/hps_sysctl.c is missing from af_hps.7's SYSCTLS or
   from sysctl.rst, or one of them documents a sysctl the code does not
   have, or the two disagree on its type, unit, range or default, or the
-  type disagrees with the code's handler (proc_douintvec_minmax: unsigned);
+  type disagrees with the code's handler (proc_douintvec_minmax: unsigned;
+  a handler named *doulongvec*: an unsigned long vector, whose default may
+  be "computed" when the code derives it from the machine);
 - a counter of af_hps/hps_stats.c is missing from af_hps.7's STATISTICS or
   from af_hps.rst, or af_hps.7 lists one the code does not have;
 - a name of include/uapi/linux/af_hps.h (every #define and every field of
@@ -117,7 +119,7 @@ def check_sysctls(secs, af_rst):
                          text, re.S | re.M):
         body = m.group(4)
         rng = re.search(r'Range: (\d+) - (\d+)', body)
-        dflt = re.search(r'Default: (\d+)', body)
+        dflt = re.search(r'Default: (\d+|computed)', body)
         rst[m.group(1)] = (m.group(2).lower(), m.group(3),
                            rng.groups() if rng else None,
                            dflt.group(1) if dflt else None)
@@ -125,7 +127,7 @@ def check_sysctls(secs, af_rst):
     man = {}
     for tag in tags(section_lines(secs, 'SYSCTLS')):
         m = re.match(r'\s*(\w+)\s+\((\w[\w ]*), (\w+); (\d+) to (\d+); '
-                     r'default (\d+)\)\s*$', tag)
+                     r'default (\d+|computed)\)\s*$', tag)
         if not m:
             problem('af_hps.7: SYSCTLS item not in the form "name (type, '
                     'unit; min to max; default N)": %s' % tag.strip())
@@ -141,7 +143,12 @@ def check_sysctls(secs, af_rst):
         if name in rst and name in man and rst[name] != man[name]:
             problem('af_hps.7 and sysctl.rst disagree on net.hps.%s: '
                     '%s against %s' % (name, man[name], rst[name]))
-        want = 'unsigned integer' if 'uint' in handler else 'integer'
+        if 'doulongvec' in handler:
+            want = 'unsigned long vector'
+        elif 'uint' in handler:
+            want = 'unsigned integer'
+        else:
+            want = 'integer'
         for where, d in (('af_hps.7', man), ('sysctl.rst', rst)):
             if name in d and d[name][0] != want:
                 problem("%s: net.hps.%s is '%s', but the code's %s makes "
