@@ -25,6 +25,11 @@
  *   hps_reg_cache.lock (spin)        a namespace's registration cache
  *                                    (leaf lock; process context and MMU
  *                                    notifier callbacks only, never softirq)
+ *   hps_mem_mutex (hps_sysctl.c)     writes of net.hps.mem, so that each
+ *                                    stores a whole checked triple (leaf
+ *                                    lock; the sysctl handler only). The
+ *                                    memory accounting itself is lockless
+ *                                    (hps_net.mem_allocated, hps_mem.c).
  *
  * CQ completion handlers run in softirq (IB_POLL_SOFTIRQ) and only take
  * hps_sock.lock. The rdma_cm event handler takes no socket lock: it copies
@@ -163,6 +168,12 @@ struct hps_hdr {
 #define HPS_KA_IDLE_MAX_S	32767	/* TCP_KEEPIDLE, MAX_TCP_KEEPIDLE */
 #define HPS_KA_INTVL_MAX_S	32767	/* TCP_KEEPINTVL, MAX_TCP_KEEPINTVL */
 #define HPS_KA_CNT_MAX		127	/* TCP_KEEPCNT, MAX_TCP_KEEPCNT */
+/* net.hps.mem: the thresholds in hps_net.mem[], in pages (hps_mem.c) */
+#define HPS_MEM_LOW		0	/* pressure ends below it */
+#define HPS_MEM_PRESSURE	1	/* pressure starts above it */
+#define HPS_MEM_HIGH		2	/* no charge takes the total above it */
+#define HPS_MEM_NR		3
+#define HPS_MEM_MAX		LONG_MAX	/* largest threshold accepted */
 
 /* ---- per-device state (hps_ib.c) ---- */
 
@@ -315,6 +326,10 @@ enum {
  * @rx_stamp: jiffies of the last sign of life from the peer, a message
  *	      received or a probe it acknowledged (WRITE_ONCE() under
  *	      @lock, read locklessly by the keepalive timer)
+ * @mem_pages: pages of @rx and @tx charged to the namespace
+ *	       (hps_mem_charge()), 0 when none are; set by hps_wr_setup()
+ *	       and cleared by hps_wr_free_bufs(), under the socket lock or
+ *	       at destruction
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nudges: first messages repeated so far
  * @nrx: receive buffers (our window, credits given to the peer)
@@ -413,6 +428,7 @@ struct hps_sock {
 	u32			user_timeout;
 	struct ib_qp		*qp_err;
 	unsigned long		rx_stamp;
+	unsigned long		mem_pages;
 
 	spinlock_t		lock;		/* see @lock above */
 	u8			nudges;
@@ -763,6 +779,11 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  *	   newest first
  * @reg: its registration cache
  * @stats: its event counters (per CPU; hps_stats.c)
+ * @mem: net.hps.mem: the low, pressure and high thresholds in pages
+ *	 (HPS_MEM_*); written whole under hps_mem_mutex, read with
+ *	 READ_ONCE() one by one
+ * @mem_allocated: pages charged to the namespace (hps_mem.c)
+ * @mem_flags: HPS_MEM_F_* bits (atomic bitops)
  *
  * The other fields are the sysctls (Documentation/sysctl.rst).
  */
@@ -783,6 +804,14 @@ struct hps_net {
 	unsigned int		keepalive_probes;
 	struct hps_reg_cache	reg;
 	struct hps_stats __percpu *stats;
+	unsigned long		mem[HPS_MEM_NR];
+	atomic_long_t		mem_allocated;
+	unsigned long		mem_flags;
+};
+
+/* hps_net.mem_flags bits */
+enum {
+	HPS_MEM_F_PRESSURE,	/* under memory pressure (hps_mem.c) */
 };
 
 /* The namespace a registration cache belongs to. */
@@ -794,6 +823,13 @@ static inline struct hps_net *hps_reg_cache_net(struct hps_reg_cache *c)
 int hps_sysctl_register(void);
 void hps_sysctl_unregister(void);
 struct hps_net *hps_net(const struct net *net);
+
+/* hps_mem.c */
+int hps_mem_charge(struct hps_net *hn, unsigned long pages);
+void hps_mem_uncharge(struct hps_net *hn, unsigned long pages);
+bool hps_mem_pressure(struct hps_net *hn);
+void hps_mem_net_init(struct hps_net *hn);
+void hps_mem_net_exit(struct hps_net *hn);
 
 /* hps_diag.c */
 int hps_diag_register(void);
@@ -827,6 +863,9 @@ enum hps_stat {
 	HPS_STAT_PEER_TIMEOUTS,
 	HPS_STAT_USER_TIMEOUTS,
 	HPS_STAT_CREDIT_STALLS,
+	HPS_STAT_MEM_PAGES,	/* a level: hps_net.mem_allocated itself */
+	HPS_STAT_MEM_PRESSURE_ENTRIES,
+	HPS_STAT_MEM_LIMIT_FAILURES,
 	HPS_STAT_MAX,
 };
 

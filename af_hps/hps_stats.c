@@ -7,7 +7,9 @@
  * own /proc/net/hps_stat, one "name value" line per counter in the order
  * of enum hps_stat. New counters are only ever appended, so readers that
  * go by line or by name keep working. The same counters go to tools over
- * sock_diag (hps_diag.c).
+ * sock_diag (hps_diag.c). One line is a level kept elsewhere: mem_pages,
+ * the pages charged to the namespace (hps_mem.c), read from its
+ * accounting rather than summed over the CPUs.
  */
 
 #include <linux/percpu.h>
@@ -44,6 +46,9 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_PEER_TIMEOUTS] = "peer_timeouts",
 	[HPS_STAT_USER_TIMEOUTS] = "user_timeouts",
 	[HPS_STAT_CREDIT_STALLS] = "credit_stalls",
+	[HPS_STAT_MEM_PAGES]	= "mem_pages",
+	[HPS_STAT_MEM_PRESSURE_ENTRIES] = "mem_pressure_entries",
+	[HPS_STAT_MEM_LIMIT_FAILURES] = "mem_limit_failures",
 };
 
 /**
@@ -77,7 +82,8 @@ void hps_stat_add(const struct net *net, enum hps_stat s, long n)
  * @hn: the namespace's AF_HPS state
  * @s: the counter
  *
- * Context: any; the sum of the per-CPU values, as SNMP counters are read.
+ * Context: any; the sum of the per-CPU values, as SNMP counters are read
+ * (mem_pages: the namespace's accounting, hps_net.mem_allocated).
  * Return: the value.
  */
 long hps_stat_read(struct hps_net *hn, enum hps_stat s)
@@ -85,6 +91,8 @@ long hps_stat_read(struct hps_net *hn, enum hps_stat s)
 	long sum = 0;
 	int cpu;
 
+	if (s == HPS_STAT_MEM_PAGES)
+		return atomic_long_read(&hn->mem_allocated);
 	for_each_possible_cpu(cpu)
 		sum += per_cpu_ptr(hn->stats, cpu)->v[s];
 	return sum;

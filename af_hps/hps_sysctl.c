@@ -7,9 +7,11 @@
  * the event counters (hps_stats.c).
  * Values are read with READ_ONCE() when a connection is set up; a change
  * affects new connections only. The registration cache's (zcopy_cache_*)
- * are read at each registration.
+ * are read at each registration, net.hps.mem's thresholds at each charge
+ * (hps_mem.c).
  */
 
+#include <linux/mutex.h>
 #include <linux/sysctl.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
@@ -31,6 +33,47 @@ static unsigned int hps_ka_max = HPS_KA_MAX_MS;
 static unsigned int hps_ka_probes_max = HPS_KA_PROBES_MAX;
 static int hps_mem_min = 4096;
 static int hps_mem_max = 64 << 20;
+static unsigned long hps_mem_pages_max = HPS_MEM_MAX;
+
+/* Serialises writers of net.hps.mem (hps_proc_doulongvec_mem()). */
+static DEFINE_MUTEX(hps_mem_mutex);
+
+/*
+ * net.hps.mem: three unsigned longs, low <= pressure <= high, each at most
+ * HPS_MEM_MAX (table->extra2). The values are parsed into a copy and
+ * stored only if the whole triple is in order, else -EINVAL and the old
+ * values stay; a write of fewer than three values keeps the others.
+ * Readers take the values one by one, without the mutex.
+ * Context: process (a sysctl read or write).
+ */
+static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
+				   void *buffer, size_t *lenp, loff_t *ppos)
+{
+	unsigned long *mem = table->data;
+	unsigned long v[HPS_MEM_NR];
+	struct ctl_table tmp = {
+		.data	= v,
+		.maxlen	= sizeof(v),
+		.mode	= table->mode,
+		.extra1	= table->extra1,
+		.extra2	= table->extra2,
+	};
+	int err, i;
+
+	mutex_lock(&hps_mem_mutex);
+	for (i = 0; i < HPS_MEM_NR; i++)
+		v[i] = READ_ONCE(mem[i]);
+	err = proc_doulongvec_minmax(&tmp, write, buffer, lenp, ppos);
+	if (!err && write) {
+		if (v[HPS_MEM_LOW] > v[HPS_MEM_PRESSURE] ||
+		    v[HPS_MEM_PRESSURE] > v[HPS_MEM_HIGH])
+			err = -EINVAL;
+		for (i = 0; !err && i < HPS_MEM_NR; i++)
+			WRITE_ONCE(mem[i], v[i]);
+	}
+	mutex_unlock(&hps_mem_mutex);
+	return err;
+}
 
 static const struct ctl_table hps_sysctl_template[] = {
 	{
@@ -121,6 +164,13 @@ static const struct ctl_table hps_sysctl_template[] = {
 		.extra1		= SYSCTL_ONE,
 		.extra2		= &hps_ka_probes_max,
 	},
+	{
+		.procname	= "mem",
+		.maxlen		= sizeof_field(struct hps_net, mem),
+		.mode		= 0644,
+		.proc_handler	= hps_proc_doulongvec_mem,
+		.extra2		= &hps_mem_pages_max,
+	},
 	{ }	/* sentinel */
 };
 
@@ -156,6 +206,7 @@ static int __net_init hps_net_init(struct net *net)
 	spin_lock_init(&hn->socks_lock);
 	INIT_HLIST_HEAD(&hn->socks);
 	hps_reg_cache_init(&hn->reg);
+	hps_mem_net_init(hn);
 	err = hps_stats_net_init(net, hn);
 	if (err)
 		return err;
@@ -175,6 +226,7 @@ static int __net_init hps_net_init(struct net *net)
 	table[8].data = &hn->zcopy_cache_kmap;
 	table[9].data = &hn->keepalive_ms;
 	table[10].data = &hn->keepalive_probes;
+	table[11].data = hn->mem;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
 	if (!hn->hdr)
@@ -196,6 +248,7 @@ static void __net_exit hps_net_exit(struct net *net)
 	unregister_net_sysctl_table(hn->hdr);
 	kfree(table);
 	hps_reg_cache_exit(&hn->reg);
+	hps_mem_net_exit(hn);
 	hps_stats_net_exit(net, hn);	/* last: the cache counts */
 }
 
