@@ -198,7 +198,13 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
 	return id;
 }
 
-/* Connection parameters from the sysctls and the socket's buffer sizes. */
+/*
+ * Connection parameters from the sysctls and the socket's buffer sizes.
+ * While the namespace is under memory pressure (net.hps.mem, hps_mem.c) a
+ * new connection gets the smallest window, HPS_CREDITS_MIN receive and
+ * send buffers, whatever credits, SO_RCVBUF and SO_SNDBUF say; buf_size
+ * stays. Context: process, socket lock held.
+ */
 static void hps_conn_params(struct hps_sock *hs)
 {
 	struct sock *sk = &hs->sk;
@@ -207,6 +213,7 @@ static void hps_conn_params(struct hps_sock *hs)
 	u32 buf_size = READ_ONCE(hn->buf_size);
 	u32 pct = READ_ONCE(hn->ack_thresh);
 
+	sock_owned_by_me(sk);
 	hps_wr_free_bufs(hs);	/* of an earlier, failed connect */
 	hps_flags_reset(hs);
 	hs->buf_size = buf_size;
@@ -219,6 +226,10 @@ static void hps_conn_params(struct hps_sock *hs)
 	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
 		hs->ntx = clamp_t(u32, sk->sk_sndbuf / 2 / buf_size,
 				  HPS_CREDITS_MIN, HPS_CREDITS_MAX);
+	if (hps_mem_pressure(hn)) {
+		hs->nrx = HPS_CREDITS_MIN;
+		hs->ntx = HPS_CREDITS_MIN;
+	}
 	hs->ack_thresh = clamp_t(u32, hs->nrx * pct / 100, 1, hs->nrx - 1);
 	hs->inline_max = min_t(u32, READ_ONCE(hn->inline_max),
 			       HPS_INLINE_MAX);

@@ -10,6 +10,13 @@
  * @ntx send buffers and HPS_NCTRL header-only control buffers. The QP's
  * queues have one more slot each for ib_drain_qp(), the send queue one
  * more for the keepalive probe, and the CQ reservation counts them too.
+ *
+ * The receive and send buffers are charged to the connection's namespace
+ * (hps_mem.c, net.hps.mem) before they are allocated, by the pages each
+ * buffer's allocation takes, and uncharged when they are freed: a
+ * connection that would take the namespace over its limit is not set up
+ * (-ENOBUFS). The control buffers and the descriptor arrays, a page or so
+ * per connection, are not charged.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -84,10 +91,14 @@ static void hps_bufs_free(struct hps_buf *bufs, u32 n)
 }
 
 /**
- * hps_wr_free_bufs() - free the buffers of a connection
+ * hps_wr_free_bufs() - free the buffers of a connection, uncharge them
  * @hs: the connection; its buffers must be unmapped
  *
- * Context: socket destruction (no other user left).
+ * Gives back what hps_wr_setup() charged, once: a second call finds
+ * nothing to free or uncharge.
+ *
+ * Context: socket destruction (no other user left), or the socket lock
+ * held before a new connection attempt (hps_conn_params()).
  */
 void hps_wr_free_bufs(struct hps_sock *hs)
 {
@@ -97,6 +108,20 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	hs->rx = NULL;
 	hs->tx = NULL;
 	hs->ctrl = NULL;
+	if (hs->mem_pages) {
+		hps_mem_uncharge(hps_net(sock_net(&hs->sk)), hs->mem_pages);
+		hs->mem_pages = 0;
+	}
+}
+
+/*
+ * Pages the receive and send buffers of @hs take: each is a kmalloc() of
+ * buf_size bytes of its own.
+ */
+static unsigned long hps_wr_bufs_pages(const struct hps_sock *hs)
+{
+	return ((unsigned long)hs->nrx + hs->ntx) *
+	       DIV_ROUND_UP(hs->buf_size, PAGE_SIZE);
 }
 
 static struct hps_buf *hps_bufs_alloc(struct ib_device *ibdev, u32 n,
@@ -174,13 +199,18 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
  * @hs: the connection; hs->nrx, ntx, buf_size and inline_max are set
  * @id: its cm_id, with a resolved route (bound to a device)
  *
+ * The buffers are charged to the namespace first (hps_mem_charge()); they
+ * and the charge stay, whatever happens, until hps_wr_free_bufs().
+ *
  * Context: connection thread, socket lock held. On error the caller tears
  * down what was set up with hps_wr_teardown().
- * Return: 0 or -errno.
+ * Return: 0, -ENOBUFS at the namespace's memory limit (net.hps.mem) or
+ * with the device's completion queue full, or another -errno.
  */
 int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 {
 	struct ib_device *ibdev = id->device;
+	unsigned long pages;
 	struct hps_dev *dev;
 	u32 i;
 	int err;
@@ -200,6 +230,15 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 		hps_dev_put(dev);
 		return err;
 	}
+
+	/* A connection attempt starts without buffers (hps_conn_params()). */
+	if (WARN_ON_ONCE(hs->mem_pages || hs->rx || hs->tx || hs->ctrl))
+		return -EINVAL;
+	pages = hps_wr_bufs_pages(hs);
+	err = hps_mem_charge(hps_net(sock_net(&hs->sk)), pages);
+	if (err)
+		return err;
+	hs->mem_pages = pages;
 
 	hs->rx = hps_bufs_alloc(ibdev, hs->nrx, hs->buf_size,
 				DMA_FROM_DEVICE, hps_recv_done);
