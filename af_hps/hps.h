@@ -828,6 +828,7 @@ struct hps_net *hps_net(const struct net *net);
 int hps_mem_charge(struct hps_net *hn, unsigned long pages);
 void hps_mem_uncharge(struct hps_net *hn, unsigned long pages);
 bool hps_mem_pressure(struct hps_net *hn);
+void hps_mem_recheck(struct hps_net *hn);
 void hps_mem_net_init(struct hps_net *hn);
 void hps_mem_net_exit(struct hps_net *hn);
 

@@ -109,6 +109,22 @@ bool hps_mem_pressure(struct hps_net *hn)
 }
 
 /**
+ * hps_mem_recheck() - enter or leave pressure after net.hps.mem changed
+ * @hn: the namespace's AF_HPS state
+ *
+ * New thresholds take effect at once, not at the next charge.
+ *
+ * Context: any.
+ */
+void hps_mem_recheck(struct hps_net *hn)
+{
+	long allocated = atomic_long_read(&hn->mem_allocated);
+
+	if (allocated >= 0)
+		hps_mem_update_pressure(hn, allocated);
+}
+
+/**
  * hps_mem_net_init() - a new namespace's accounting and net.hps.mem
  * @hn: its AF_HPS state, not yet published
  *

@@ -42,8 +42,9 @@ static DEFINE_MUTEX(hps_mem_mutex);
  * net.hps.mem: three unsigned longs, low <= pressure <= high, each at most
  * HPS_MEM_MAX (table->extra2). The values are parsed into a copy and
  * stored only if the whole triple is in order, else -EINVAL and the old
- * values stay; a write of fewer than three values keeps the others.
- * Readers take the values one by one, without the mutex.
+ * values stay; a write of fewer than three values keeps the others. New
+ * values take effect at once (hps_mem_recheck()). Readers take the values
+ * one by one, without the mutex.
  * Context: process (a sysctl read or write).
  */
 static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
@@ -70,6 +71,9 @@ static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
 			err = -EINVAL;
 		for (i = 0; !err && i < HPS_MEM_NR; i++)
 			WRITE_ONCE(mem[i], v[i]);
+		if (!err)
+			hps_mem_recheck(container_of(mem, struct hps_net,
+						     mem[0]));
 	}
 	mutex_unlock(&hps_mem_mutex);
 	return err;
