@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * net.hps.mem, the namespace's memory limit (Documentation/sysctl.rst):
+ *
+ *  - in a network namespace of its own (unshare(CLONE_NEWNET) in a forked
+ *    child): the defaults are 1/16, 1/8 and 1/4 of one figure, the
+ *    counters start at zero, what is written is read back, and triples
+ *    out of order, negative or too large, or not numbers fail with EINVAL
+ *    and change nothing; the caller's namespace keeps its own values;
+ *  - with a limit a few connections fit: connect() fails with ENOBUFS
+ *    once the next connection's buffers would go above it, the
+ *    connections already up carry checked data both ways, mem_pages is
+ *    what their buffers take and the counters moved; once all are closed
+ *    mem_pages falls back to where it was;
+ *  - a limit only the active end fits under: the listener refuses the
+ *    request (ECONNREFUSED at the client, accept_errors) and nothing
+ *    stays charged;
+ *  - above the pressure threshold a new connection gets the smallest
+ *    window (3 buffers); below the low one it gets the full one again.
+ *
+ * The connections are made in the test's own namespace: a new one has no
+ * RDMA-capable interface (see hps_diag.c). The thresholds are set from
+ * the pages charged when the case starts (mem_pages, normally 0: the case
+ * first waits for the sockets of earlier tests to be freed), and the
+ * sysctls are put back at the end of each case.
+ *
+ * hps-configs: 1:rxe 1:siw
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "hps_util.h"
+
+#define NMAX		16	/* connections a case opens at most */
+#define XFER		(64 * 1024 + 123)	/* bytes each way, checked */
+#define CREDITS_MIN	3	/* HPS_CREDITS_MIN: the window under pressure */
+
+/* Read /proc/sys/net/hps/@name into @buf; 0 or -1. */
+static int rd_str(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	ret = fgets(buf, len, f) ? 0 : -1;
+	fclose(f);
+	return ret;
+}
+
+static long rd(const char *name)
+{
+	char buf[64];
+
+	return rd_str(name, buf, sizeof(buf)) ? -1 : strtol(buf, NULL, 10);
+}
+
+/* net.hps.mem into v[3]; 0 or -1. */
+static int rd_mem(unsigned long long v[3])
+{
+	char buf[128];
+
+	if (rd_str("mem", buf, sizeof(buf)))
+		return -1;
+	return sscanf(buf, "%llu %llu %llu", &v[0], &v[1], &v[2]) == 3 ? 0 : -1;
+}
+
+/* Write @val to /proc/sys/net/hps/@name in one write(); 0 or its errno. */
+static int wr(const char *name, const char *val)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = errno;
+	close(fd);
+	return ret;
+}
+
+static int wr_mem(long long low, long long pressure, long long high)
+{
+	char buf[96];
+
+	snprintf(buf, sizeof(buf), "%lld %lld %lld", low, pressure, high);
+	return wr("mem", buf);
+}
+
+static int wr_long(const char *name, long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld", v);
+	return wr(name, buf);
+}
+
+/* A line of /proc/net/hps_stat of the caller's namespace; -1 if absent. */
+static long stat_of(const char *name)
+{
+	FILE *f = fopen("/proc/net/hps_stat", "r");
+	char n[64];
+	long v, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", n, &v) == 2) {
+		if (!strcmp(n, name)) {
+			ret = v;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * Wait up to @secs for mem_pages to be at most @want; its last value.
+ * Sockets are freed, and their buffers uncharged, a little after close():
+ * the connection thread tears the connection down first.
+ */
+static long wait_mem_pages(long want, double secs)
+{
+	double end = hps_now() + secs;
+	long v;
+
+	for (;;) {
+		v = stat_of("mem_pages");
+		if ((v >= 0 && v <= want) || hps_now() > end)
+			return v;
+		usleep(50000);
+	}
+}
+
+static void set_timeouts(int fd)
+{
+	struct timeval tv = { .tv_sec = 20 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/*
+ * XFER random bytes from @c to @a and others from @a to @c, written by a
+ * child while this process reads; 0 if both arrived intact. Timeouts keep
+ * either side from waiting for ever if the other gives up.
+ */
+static int exchange(int c, int a)
+{
+	char *t1 = malloc(XFER), *t2 = malloc(XFER), *r = malloc(XFER);
+	int ok, st = 0;
+	pid_t pid;
+
+	if (!t1 || !t2 || !r)
+		return -1;
+	set_timeouts(c);
+	set_timeouts(a);
+	hps_fill_random(t1, XFER);
+	hps_fill_random(t2, XFER);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(hps_write_all(c, t1, XFER) == XFER &&
+		      hps_write_all(a, t2, XFER) == XFER ? 0 : 1);
+	ok = hps_read_all(a, r, XFER) == XFER && !memcmp(r, t1, XFER);
+	/* the second read even after a failed first: the child may wait */
+	ok = hps_read_all(c, r, XFER) == XFER && !memcmp(r, t2, XFER) && ok;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		ok = 0;
+	free(t1);
+	free(t2);
+	free(r);
+	return ok ? 0 : -1;
+}
+
+/* The receive buffers (window) of a connected socket; -1 on error. */
+static long rx_bufs(int fd)
+{
+	struct hps_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(fd, SOL_HPS, HPS_INFO, &info, &len))
+		return -1;
+	return info.hpsi_rx_bufs;
+}
+
+/* ---- the sysctl, in a namespace of its own ---- */
+
+/* In a forked child in a new namespace: 0, or which check failed. */
+static int mem_sysctl_checks(void)
+{
+	unsigned long long v[3];
+	static const char * const bad[] = {
+		"3 2 1",			/* pressure < low */
+		"1 3 2",			/* high < pressure */
+		"2 1 3",			/* pressure < low */
+		"-1 2 3",			/* negative */
+		"1 -2 3",
+		"1 2 9223372036854775808",	/* above LONG_MAX */
+		"abc",
+	};
+	size_t i;
+
+	if (unshare(CLONE_NEWNET))
+		return 1;
+	/* the defaults: 1/16, 1/8 and 1/4 of nr_free_buffer_pages() */
+	if (rd_mem(v))
+		return 2;
+	fprintf(stderr, "# defaults: %llu %llu %llu\n", v[0], v[1], v[2]);
+	if (v[0] < 128 || v[1] != 2 * v[0] || v[2] != 4 * v[0])
+		return 3;
+	/* a new namespace's counters start at zero */
+	if (stat_of("mem_pages") != 0 || stat_of("mem_pressure_entries") != 0 ||
+	    stat_of("mem_limit_failures") != 0)
+		return 4;
+	/* what is written is read back */
+	if (wr("mem", "1 2 3") || rd_mem(v) || v[0] != 1 || v[1] != 2 ||
+	    v[2] != 3)
+		return 5;
+	if (wr("mem", "5 5 5") || rd_mem(v) || v[0] != 5 || v[1] != 5 ||
+	    v[2] != 5)
+		return 6;
+	if (wr("mem", "0 0 9223372036854775807") || rd_mem(v) || v[0] ||
+	    v[1] || v[2] != 9223372036854775807ULL)
+		return 7;
+	if (wr("mem", "1 2 3"))
+		return 8;
+	/* bad triples: EINVAL, nothing changed */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int err = wr("mem", bad[i]);
+
+		if (err != EINVAL) {
+			fprintf(stderr, "# \"%s\": %s\n", bad[i],
+				err ? strerror(err) : "accepted");
+			return 20 + i;
+		}
+		if (rd_mem(v) || v[0] != 1 || v[1] != 2 || v[2] != 3) {
+			fprintf(stderr, "# \"%s\" changed it: %llu %llu %llu\n",
+				bad[i], v[0], v[1], v[2]);
+			return 40 + i;
+		}
+	}
+	/* fewer values keep the others, and the triple is still checked */
+	if (wr("mem", "7 8") != EINVAL)		/* 7 8 3 */
+		return 9;
+	if (wr("mem", "0 0 9") || wr("mem", "4 6") || rd_mem(v) ||
+	    v[0] != 4 || v[1] != 6 || v[2] != 9)
+		return 10;
+	return 0;
+}
+
+TEST(mem_sysctl_parsing_per_namespace)
+{
+	unsigned long long before[3], after[3];
+	pid_t pid;
+	int st;
+
+	ASSERT_EQ(0, rd_mem(before)) TH_LOG("no net.hps.mem: is af_hps.ko loaded?");
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid)
+		_exit(mem_sysctl_checks());
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
+	/* ours did not move */
+	ASSERT_EQ(0, rd_mem(after));
+	EXPECT_EQ(before[0], after[0]);
+	EXPECT_EQ(before[1], after[1]);
+	EXPECT_EQ(before[2], after[2]);
+}
+
+/* ---- connections against the limit, in the test's namespace ---- */
+
+FIXTURE(limit)
+{
+	char mem[128];
+	long credits, buf_size;
+	long base;	/* mem_pages when the case started */
+	long end;	/* pages one end of a connection takes */
+	int l, port, n;
+	int c[NMAX], a[NMAX];
+};
+
+FIXTURE_SETUP(limit)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int i;
+
+	self->l = -1;
+	for (i = 0; i < NMAX; i++)
+		self->c[i] = self->a[i] = -1;
+	ASSERT_EQ(0, rd_str("mem", self->mem, sizeof(self->mem)))
+		TH_LOG("no net.hps.mem: is af_hps.ko loaded?");
+	self->credits = rd("credits");
+	self->buf_size = rd("buf_size");
+	ASSERT_GT(self->credits, 0);
+	ASSERT_GT(self->buf_size, 0);
+	/* small windows: 8 buffers of 8 KiB each way */
+	ASSERT_EQ(0, wr_long("credits", 8));
+	ASSERT_EQ(0, wr_long("buf_size", 8192));
+	self->end = 2 * 8 * ((8192 + page - 1) / page);
+	/* the sockets of earlier tests going */
+	self->base = wait_mem_pages(0, 20);
+	ASSERT_GE(self->base, 0) TH_LOG("no mem_pages in /proc/net/hps_stat");
+	if (self->base)
+		TH_LOG("%ld pages still charged when the case starts",
+		       self->base);
+	self->l = hps_listener(&self->port, NMAX);
+	ASSERT_GE(self->l, 0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+}
+
+FIXTURE_TEARDOWN(limit)
+{
+	int i;
+
+	for (i = 0; i < NMAX; i++) {
+		if (self->c[i] >= 0)
+			close(self->c[i]);
+		if (self->a[i] >= 0)
+			close(self->a[i]);
+	}
+	if (self->l >= 0)
+		close(self->l);
+	wr("mem", self->mem);
+	wr_long("credits", self->credits);
+	wr_long("buf_size", self->buf_size);
+}
+
+/*
+ * Connect and accept until connect() fails: the number of connections
+ * made (self->n), the errno of the failure (0 if NMAX were made).
+ */
+static int open_until_failure(FIXTURE_DATA(limit) *self)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	int err = 0;
+
+	for (self->n = 0; self->n < NMAX; self->n++) {
+		int i = self->n;
+
+		self->c[i] = hps_connect_to(addr, self->port);
+		if (self->c[i] < 0) {
+			err = errno;
+			break;
+		}
+		self->a[i] = accept(self->l, NULL, NULL);
+		if (self->a[i] < 0) {
+			err = errno;
+			close(self->c[i]);
+			self->c[i] = -1;
+			break;
+		}
+	}
+	return err;
+}
+
+static void close_all(FIXTURE_DATA(limit) *self)
+{
+	int i;
+
+	for (i = 0; i < NMAX; i++) {
+		if (self->c[i] >= 0)
+			close(self->c[i]);
+		if (self->a[i] >= 0)
+			close(self->a[i]);
+		self->c[i] = self->a[i] = -1;
+	}
+}
+
+/*
+ * Room for three connections (both ends on this node) and half an end:
+ * the fourth connect() fails with ENOBUFS before its request leaves. The
+ * pressure threshold is the limit itself, so the windows stay whole.
+ */
+TEST_F_TIMEOUT(limit, connect_fails_with_enobufs, 180)
+{
+	long high = self->base + 6 * self->end + self->end / 2;
+	long fails0 = stat_of("mem_limit_failures");
+	long errs0 = stat_of("connect_errors");
+	int fd, err, i;
+
+	ASSERT_EQ(0, wr_mem(high, high, high));
+	err = open_until_failure(self);
+	TH_LOG("%d connections, then %s", self->n, strerror(err));
+	ASSERT_EQ(ENOBUFS, err);
+	EXPECT_EQ(3, self->n);
+	ASSERT_GE(self->n, 1);
+	EXPECT_EQ(self->base + 2 * self->n * self->end,
+		  stat_of("mem_pages"));
+	EXPECT_EQ(fails0 + 1, stat_of("mem_limit_failures"));
+	EXPECT_EQ(errs0 + 1, stat_of("connect_errors"));
+
+	/* the connections that fit work as before, both ways */
+	for (i = 0; i < self->n; i++) {
+		EXPECT_EQ(8, rx_bufs(self->c[i]));
+		EXPECT_EQ(8, rx_bufs(self->a[i]));
+		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
+			TH_LOG("connection %d", i);
+	}
+	/* still at the limit: one more fails the same way */
+	errno = 0;
+	fd = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), self->port);
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	EXPECT_GT(0, fd);
+	EXPECT_EQ(ENOBUFS, err) TH_LOG("%s", strerror(err));
+	EXPECT_EQ(fails0 + 2, stat_of("mem_limit_failures"));
+
+	/* closed, everything comes back */
+	close_all(self);
+	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	/* and a new connection fits again */
+	err = open_until_failure(self);
+	EXPECT_EQ(ENOBUFS, err);
+	EXPECT_EQ(3, self->n);
+	if (self->n >= 1)
+		EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
+	close_all(self);
+	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+}
+
+/*
+ * Room for one end and a half: connect() charges its end, the listener
+ * cannot, refuses the request, and the client sees ECONNREFUSED.
+ */
+TEST_F_TIMEOUT(limit, passive_side_refuses, 120)
+{
+	long high = self->base + self->end + self->end / 2;
+	long fails0 = stat_of("mem_limit_failures");
+	long acc0 = stat_of("accept_errors");
+	int fd, err;
+
+	ASSERT_EQ(0, wr_mem(high, high, high));
+	errno = 0;
+	fd = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), self->port);
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	ASSERT_GT(0, fd) TH_LOG("connected beyond the limit");
+	EXPECT_EQ(ECONNREFUSED, err) TH_LOG("%s", strerror(err));
+	EXPECT_EQ(fails0 + 1, stat_of("mem_limit_failures"));
+	EXPECT_EQ(acc0 + 1, stat_of("accept_errors"));
+	/* nothing was queued for accept() */
+	ASSERT_EQ(0, fcntl(self->l, F_SETFL, O_NONBLOCK));
+	EXPECT_GT(0, accept(self->l, NULL, NULL));
+	EXPECT_EQ(EAGAIN, errno);
+	/* the client's end, closed, gives its charge back */
+	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+
+	/* with room for both ends it connects */
+	ASSERT_EQ(0, wr_mem(high + self->end, high + self->end,
+			    high + self->end));
+	ASSERT_EQ(0, fcntl(self->l, F_SETFL, 0));
+	err = open_until_failure(self);
+	EXPECT_EQ(1, self->n) TH_LOG("then %s", strerror(err));
+	if (self->n >= 1)
+		EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
+	close_all(self);
+	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+}
+
+/*
+ * Pressure from the second end on: the first connection has its full
+ * window, the second the smallest; both carry data. Once all is closed
+ * the total is below low and a new connection has the full window.
+ */
+TEST_F_TIMEOUT(limit, pressure_shrinks_window, 120)
+{
+	long entries0 = stat_of("mem_pressure_entries");
+	long fails0 = stat_of("mem_limit_failures");
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	int i;
+
+	/* low: any page above base; pressure: under two ends */
+	ASSERT_EQ(0, wr_mem(self->base + 1, self->base + 2 * self->end - 1,
+			    self->base + 100 * self->end));
+	for (i = 0; i < 2; i++) {
+		self->c[i] = hps_connect_to(addr, self->port);
+		ASSERT_GE(self->c[i], 0) TH_LOG("connect %d: %s", i,
+						 strerror(errno));
+		self->a[i] = accept(self->l, NULL, NULL);
+		ASSERT_GE(self->a[i], 0) TH_LOG("accept %d: %s", i,
+						 strerror(errno));
+	}
+	/* the first was set up before the pressure, the second under it */
+	EXPECT_EQ(8, rx_bufs(self->c[0]));
+	EXPECT_EQ(8, rx_bufs(self->a[0]));
+	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->c[1]));
+	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->a[1]));
+	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
+	EXPECT_EQ(fails0, stat_of("mem_limit_failures"));
+	/* 2 * 8 + 2 * 3 buffers each way */
+	EXPECT_EQ(self->base + 2 * self->end + 2 * self->end * CREDITS_MIN / 8,
+		  stat_of("mem_pages"));
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
+			TH_LOG("connection %d", i);
+
+	/* all closed: below low, so no pressure; the full window again */
+	close_all(self);
+	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	self->c[0] = hps_connect_to(addr, self->port);
+	ASSERT_GE(self->c[0], 0) TH_LOG("connect: %s", strerror(errno));
+	self->a[0] = accept(self->l, NULL, NULL);
+	ASSERT_GE(self->a[0], 0);
+	EXPECT_EQ(8, rx_bufs(self->c[0]));
+	EXPECT_EQ(8, rx_bufs(self->a[0]));
+	EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
+	close_all(self);
+	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+}
+
+TEST_HARNESS_MAIN
