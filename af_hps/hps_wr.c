@@ -102,6 +102,8 @@ static void hps_bufs_free(struct hps_buf *bufs, u32 n)
  */
 void hps_wr_free_bufs(struct hps_sock *hs)
 {
+	if (refcount_read(&hs->sk.sk_refcnt))	/* not being destroyed */
+		sock_owned_by_me(&hs->sk);
 	hps_bufs_free(hs->rx, hs->nrx);
 	hps_bufs_free(hs->tx, hs->ntx);
 	hps_bufs_free(hs->ctrl, HPS_NCTRL);
