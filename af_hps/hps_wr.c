@@ -13,10 +13,15 @@
  *
  * The receive and send buffers are charged to the connection's namespace
  * (hps_mem.c, net.hps.mem) before they are allocated, by the pages each
- * buffer's allocation takes, and uncharged when they are freed: a
- * connection that would take the namespace over its limit is not set up
- * (-ENOBUFS). The control buffers and the descriptor arrays, a page or so
- * per connection, are not charged.
+ * buffer's allocation takes (hps_wr_buf_pages()), and uncharged when they
+ * are freed: a connection that would take the namespace over its limit is
+ * not set up (-ENOBUFS). Not charged: the HPS_NCTRL control buffers
+ * (HPS_CTRL_BUF bytes each) and the three descriptor arrays (one struct
+ * hps_buf, 56 bytes on x86-64, per buffer). Those arrays grow with the
+ * window: at HPS_CREDITS_MAX buffers each way the receive and send arrays
+ * are 56 KiB each, 16 pages after kmalloc()'s rounding, 32 pages per
+ * connection end in all, beside the at least 2048 pages of charged
+ * buffers (under 2%); at the default 16 credits, under a page.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -117,13 +122,25 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 }
 
 /*
+ * Pages one kmalloc() of @size bytes takes: what kmalloc() really gives,
+ * not @size. Above KMALLOC_MAX_CACHE_SIZE (8 KiB with SLUB and 4 KiB
+ * pages) it takes a power-of-two block of pages from the page allocator,
+ * so 12288 bytes take 4 pages and 65537 take 32; below, an object of the
+ * kmalloc cache's size (8 KiB for anything above 4 KiB: 2 pages).
+ */
+static unsigned long hps_wr_buf_pages(u32 size)
+{
+	return DIV_ROUND_UP(kmalloc_size_roundup(size), PAGE_SIZE);
+}
+
+/*
  * Pages the receive and send buffers of @hs take: each is a kmalloc() of
- * buf_size bytes of its own.
+ * buf_size bytes of its own (hps_bufs_alloc()).
  */
 static unsigned long hps_wr_bufs_pages(const struct hps_sock *hs)
 {
 	return ((unsigned long)hs->nrx + hs->ntx) *
-	       DIV_ROUND_UP(hs->buf_size, PAGE_SIZE);
+	       hps_wr_buf_pages(hs->buf_size);
 }
 
 static struct hps_buf *hps_bufs_alloc(struct ib_device *ibdev, u32 n,
