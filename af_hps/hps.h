@@ -328,8 +328,9 @@ enum {
  *	      @lock, read locklessly by the keepalive timer)
  * @mem_pages: pages of @rx and @tx charged to the namespace
  *	       (hps_mem_charge()), 0 when none are; set by hps_wr_setup()
- *	       and cleared by hps_wr_free_bufs(), under the socket lock or
- *	       at destruction
+ *	       under the socket lock and cleared with the buffers by
+ *	       hps_wr_free_bufs() (socket lock and @lock) or, at
+ *	       destruction, __hps_wr_free_bufs()
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nudges: first messages repeated so far
  * @nrx: receive buffers (our window, credits given to the peer)
@@ -608,6 +609,7 @@ void hps_wr_qp_event(struct ib_event *ev, void *ctx);
 int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id);
 void hps_wr_teardown(struct hps_sock *hs);
 void hps_wr_free_bufs(struct hps_sock *hs);
+void __hps_wr_free_bufs(struct hps_sock *hs);
 int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b);
 int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		     u32 len);

@@ -89,7 +89,7 @@ static void hps_sock_destruct(struct sock *sk)
 	hlist_del(&hs->net_node);
 	spin_unlock_bh(&hn->socks_lock);
 	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold);
-	hps_wr_free_bufs(hs);
+	__hps_wr_free_bufs(hs);
 	hps_inject_free(hs);
 }
 

@@ -95,30 +95,91 @@ static void hps_bufs_free(struct hps_buf *bufs, u32 n)
 	kfree(bufs);
 }
 
-/**
- * hps_wr_free_bufs() - free the buffers of a connection, uncharge them
- * @hs: the connection; its buffers must be unmapped
- *
- * Gives back what hps_wr_setup() charged, once: a second call finds
- * nothing to free or uncharge.
- *
- * Context: socket destruction (no other user left), or the socket lock
- * held before a new connection attempt (hps_conn_params()).
+/* What hps_wr_setup() allocated and charged, taken off a socket. */
+struct hps_wr_bufs {
+	struct hps_buf	*rx;
+	struct hps_buf	*tx;
+	struct hps_buf	*ctrl;
+	u32		nrx;
+	u32		ntx;
+	unsigned long	pages;
+};
+
+/*
+ * Take the buffers and their charge off @hs into @b: the socket has none
+ * left (no buffers, a window of 0 each way, nothing charged).
+ * Context: the caller keeps everybody else away from those fields.
  */
-void hps_wr_free_bufs(struct hps_sock *hs)
+static void hps_wr_bufs_take(struct hps_sock *hs, struct hps_wr_bufs *b)
 {
-	if (refcount_read(&hs->sk.sk_refcnt))	/* not being destroyed */
-		sock_owned_by_me(&hs->sk);
-	hps_bufs_free(hs->rx, hs->nrx);
-	hps_bufs_free(hs->tx, hs->ntx);
-	hps_bufs_free(hs->ctrl, HPS_NCTRL);
+	b->rx = hs->rx;
+	b->tx = hs->tx;
+	b->ctrl = hs->ctrl;
+	b->nrx = hs->nrx;
+	b->ntx = hs->ntx;
+	b->pages = hs->mem_pages;
 	hs->rx = NULL;
 	hs->tx = NULL;
 	hs->ctrl = NULL;
-	if (hs->mem_pages) {
-		hps_mem_uncharge(hps_net(sock_net(&hs->sk)), hs->mem_pages);
-		hs->mem_pages = 0;
-	}
+	hs->nrx = 0;
+	hs->ntx = 0;
+	hs->mem_pages = 0;
+}
+
+/*
+ * Free buffers taken off @hs and give their charge back to its namespace.
+ * Context: any; takes no lock.
+ */
+static void hps_wr_bufs_put(struct hps_sock *hs, struct hps_wr_bufs *b)
+{
+	hps_bufs_free(b->rx, b->nrx);
+	hps_bufs_free(b->tx, b->ntx);
+	hps_bufs_free(b->ctrl, HPS_NCTRL);
+	hps_mem_uncharge(hps_net(sock_net(&hs->sk)), b->pages);
+}
+
+/**
+ * __hps_wr_free_bufs() - free a socket's buffers as it is destroyed
+ * @hs: the socket; its last reference is gone
+ *
+ * Gives back what hps_wr_setup() charged, if hps_wr_free_bufs() did not.
+ *
+ * Context: the socket's destructor (hps_sock_destruct()), in whatever
+ * context the last sock_put() ran (softirq too): nobody else can look at
+ * the socket any more, so it takes no lock.
+ */
+void __hps_wr_free_bufs(struct hps_sock *hs)
+{
+	struct hps_wr_bufs b;
+
+	WARN_ON_ONCE(refcount_read(&hs->sk.sk_refcnt));
+	hps_wr_bufs_take(hs, &b);
+	hps_wr_bufs_put(hs, &b);
+}
+
+/**
+ * hps_wr_free_bufs() - free a socket's buffers before it is destroyed
+ * @hs: the socket, whose connection attempt is over: no QP and no device,
+ *	so its buffers are unmapped (hps_wr_teardown()) and no work request
+ *	or completion can reach them
+ *
+ * Frees the buffers of the socket's last, failed connection attempt and
+ * gives back their charge, before a new attempt (hps_conn_params()). A
+ * second call finds nothing to free or uncharge.
+ *
+ * Context: process, socket lock held (readers and writers copy to and
+ * from the buffers only while they hold it), hs->lock not held.
+ */
+void hps_wr_free_bufs(struct hps_sock *hs)
+{
+	struct hps_wr_bufs b;
+
+	sock_owned_by_me(&hs->sk);
+	/* Still mapped, perhaps posted: hps_wr_teardown() comes first. */
+	if (WARN_ON_ONCE(hs->qp || hs->dev))
+		return;
+	hps_wr_bufs_take(hs, &b);
+	hps_wr_bufs_put(hs, &b);
 }
 
 /*
@@ -219,7 +280,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
  * @id: its cm_id, with a resolved route (bound to a device)
  *
  * The buffers are charged to the namespace first (hps_mem_charge()); they
- * and the charge stay, whatever happens, until hps_wr_free_bufs().
+ * and the charge stay, whatever happens, until hps_wr_free_bufs() or the
+ * socket's destruction (__hps_wr_free_bufs()).
  *
  * Context: connection thread, socket lock held. On error the caller tears
  * down what was set up with hps_wr_teardown().
