@@ -78,7 +78,15 @@ void __hps_abort(struct hps_sock *hs, int err, bool send_abort,
  * __hps_teardown() - disconnect and destroy the QP of a connection
  * @hs: the connection
  *
- * Context: connection thread, socket lock held.
+ * A connection that never came up (HPS_F_WAS_CONN clear) has no data
+ * anybody may read: its buffers go at once, and their charge to the
+ * namespace's memory limit with them, rather than when the socket is
+ * freed or connects again (a socket can stay open, or listen, for long
+ * after a failed connect()). One that was up keeps them until the socket
+ * is freed: its received data can still be read.
+ *
+ * Context: process (the connection thread, or hps_cm_connect_work()),
+ * socket lock held.
  * Return: the cm_id, which the caller destroys (then drops the id's
  * socket reference) after releasing the socket lock; or NULL.
  */
@@ -110,6 +118,14 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);
+	/*
+	 * Nothing can reach the buffers now: the QP was drained (both queues
+	 * once it reached RTR, HPS_F_QP_READY; before, only receives can
+	 * have been posted) and destroyed, so every completion has run, and
+	 * they are unmapped, the device given back.
+	 */
+	if (!test_bit(HPS_F_WAS_CONN, &hs->flags))
+		hps_wr_free_bufs(hs);
 	id = hs->cm_id;
 	hs->cm_id = NULL;
 	sk->sk_shutdown = SHUTDOWN_MASK;

@@ -214,7 +214,8 @@ static void hps_conn_params(struct hps_sock *hs)
 	u32 pct = READ_ONCE(hn->ack_thresh);
 
 	sock_owned_by_me(sk);
-	hps_wr_free_bufs(hs);	/* of an earlier, failed connect */
+	/* none: __hps_teardown() freed those of an earlier, failed connect */
+	hps_wr_free_bufs(hs);
 	hps_flags_reset(hs);
 	hs->buf_size = buf_size;
 	hs->nrx = credits;

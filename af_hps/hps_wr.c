@@ -163,9 +163,15 @@ void __hps_wr_free_bufs(struct hps_sock *hs)
  *	so its buffers are unmapped (hps_wr_teardown()) and no work request
  *	or completion can reach them
  *
- * Frees the buffers of the socket's last, failed connection attempt and
- * gives back their charge, before a new attempt (hps_conn_params()). A
- * second call finds nothing to free or uncharge.
+ * Frees the buffers of the socket's last connection attempt and gives
+ * back their charge: for a connection that never came up, when it is
+ * torn down (__hps_teardown()), and before a new connection attempt
+ * (hps_conn_params()). What points into the buffers goes with them: the
+ * queue of received data (only data that came before the connection was
+ * up, which nobody may read), the peer's SRCAVAIL and the ring indices,
+ * reset under hs->lock since poll(), ioctl() and sock_diag read them
+ * under that lock alone; the buffers are freed after it. A second call
+ * finds nothing to free or uncharge.
  *
  * Context: process, socket lock held (readers and writers copy to and
  * from the buffers only while they hold it), hs->lock not held.
@@ -178,7 +184,29 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	/* Still mapped, perhaps posted: hps_wr_teardown() comes first. */
 	if (WARN_ON_ONCE(hs->qp || hs->dev))
 		return;
+	/*
+	 * A zero-copy reader that dropped the socket lock still uses its
+	 * SRCAVAIL's buffer; it needs a connection that was up, so never
+	 * here: leave the buffers to the destructor if it happens anyway.
+	 */
+	if (WARN_ON_ONCE(test_bit(HPS_F_ZC_RX_BUSY, &hs->flags)))
+		return;
+
+	spin_lock_bh(&hs->lock);
 	hps_wr_bufs_take(hs, &b);
+	INIT_LIST_HEAD(&hs->rx_ready);
+	hs->zc_rx = NULL;
+	WRITE_ONCE(hs->rx_queued, 0);
+	hs->rx_nready = 0;
+	hs->rx_pending = 0;
+	hs->rx_pending_data = 0;
+	hs->tx_done = 0;
+	hs->tx_posted = 0;
+	hs->tx_fill = 0;
+	WRITE_ONCE(hs->tx_queued, 0);
+	hs->ctrl_head = 0;
+	hs->ctrl_done = 0;
+	spin_unlock_bh(&hs->lock);
 	hps_wr_bufs_put(hs, &b);
 }
 
