@@ -202,8 +202,11 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
  * Connection parameters from the sysctls and the socket's buffer sizes.
  * While the namespace is under memory pressure (net.hps.mem, hps_mem.c) a
  * new connection gets the smallest window, HPS_CREDITS_MIN receive and
- * send buffers, whatever credits, SO_RCVBUF and SO_SNDBUF say; buf_size
- * stays. Context: process, socket lock held.
+ * send buffers, instead of credits; buf_size stays, and so does a buffer
+ * size the application set itself (SO_RCVBUF, SO_SNDBUF: SOCK_*BUF_LOCK,
+ * a listener's passed on to its connections), as TCP leaves a SO_SNDBUF
+ * the application set alone under pressure (sk_stream_moderate_sndbuf()).
+ * Context: process, socket lock held.
  */
 static void hps_conn_params(struct hps_sock *hs)
 {
@@ -217,6 +220,8 @@ static void hps_conn_params(struct hps_sock *hs)
 	/* none: __hps_teardown() freed those of an earlier, failed connect */
 	hps_wr_free_bufs(hs);
 	hps_flags_reset(hs);
+	if (hps_mem_pressure(hn))
+		credits = HPS_CREDITS_MIN;
 	hs->buf_size = buf_size;
 	hs->nrx = credits;
 	hs->ntx = credits;
@@ -227,10 +232,6 @@ static void hps_conn_params(struct hps_sock *hs)
 	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
 		hs->ntx = clamp_t(u32, sk->sk_sndbuf / 2 / buf_size,
 				  HPS_CREDITS_MIN, HPS_CREDITS_MAX);
-	if (hps_mem_pressure(hn)) {
-		hs->nrx = HPS_CREDITS_MIN;
-		hs->ntx = HPS_CREDITS_MIN;
-	}
 	hs->ack_thresh = clamp_t(u32, hs->nrx * pct / 100, 1, hs->nrx - 1);
 	hs->inline_max = min_t(u32, READ_ONCE(hn->inline_max),
 			       HPS_INLINE_MAX);

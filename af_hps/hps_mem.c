@@ -11,7 +11,8 @@
  *  - above pressure the namespace enters memory pressure, and stays in it
  *    until its total falls below low: meanwhile new connections get the
  *    smallest window the protocol allows (HPS_CREDITS_MIN buffers each
- *    way; hps_conn_params() in hps_cm.c);
+ *    way; hps_conn_params() in hps_cm.c), but for buffer sizes the
+ *    application set itself (SO_RCVBUF, SO_SNDBUF);
  *  - a charge that would take the total above high fails with -ENOBUFS:
  *    that connection is not set up, the others go on.
  *
