@@ -26,8 +26,11 @@
  *                                    (leaf lock; process context and MMU
  *                                    notifier callbacks only, never softirq)
  *   hps_mem_mutex (hps_sysctl.c)     writes of net.hps.mem, so that each
- *                                    stores a whole checked triple (leaf
- *                                    lock; the sysctl handler only). The
+ *                                    stores a whole checked triple, and
+ *                                    init_net's values while another
+ *                                    namespace copies them or is checked
+ *                                    against them (leaf lock; the sysctl
+ *                                    handler and pernet init only). The
  *                                    memory accounting itself is lockless
  *                                    (hps_net.mem_allocated, hps_mem.c).
  *
@@ -783,7 +786,8 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  * @stats: its event counters (per CPU; hps_stats.c)
  * @mem: net.hps.mem: the low, pressure and high thresholds in pages
  *	 (HPS_MEM_*); written whole under hps_mem_mutex, read with
- *	 READ_ONCE() one by one
+ *	 READ_ONCE() one by one (under the mutex: init_net's, by the
+ *	 other namespaces)
  * @mem_allocated: pages charged to the namespace (hps_mem.c)
  * @mem_flags: HPS_MEM_F_* bits (atomic bitops)
  *
@@ -831,7 +835,7 @@ int hps_mem_charge(struct hps_net *hn, unsigned long pages);
 void hps_mem_uncharge(struct hps_net *hn, unsigned long pages);
 bool hps_mem_pressure(struct hps_net *hn);
 void hps_mem_recheck(struct hps_net *hn);
-void hps_mem_net_init(struct hps_net *hn);
+void hps_mem_net_init(struct hps_net *hn, const unsigned long *from);
 void hps_mem_net_exit(struct hps_net *hn);
 
 /* hps_diag.c */

@@ -128,8 +128,11 @@ void hps_mem_recheck(struct hps_net *hn)
 /**
  * hps_mem_net_init() - a new namespace's accounting and net.hps.mem
  * @hn: its AF_HPS state, not yet published
+ * @from: the thresholds to start from (init_net's, for any other
+ *	  namespace), read under hps_mem_mutex by the caller; or NULL for
+ *	  the computed defaults (init_net itself)
  *
- * The defaults, from the memory the kernel could give out
+ * The computed defaults, from the memory the kernel could give out
  * (nr_free_buffer_pages(): the managed pages of the lowmem zones above
  * their high watermarks): low 1/16 of it, pressure 1/8, high 1/4, at
  * least 128 pages each: above TCP's tcp_mem (3/64, 1/16 and 3/32 of it),
@@ -138,13 +141,20 @@ void hps_mem_recheck(struct hps_net *hn)
  *
  * Context: pernet init.
  */
-void hps_mem_net_init(struct hps_net *hn)
+void hps_mem_net_init(struct hps_net *hn, const unsigned long *from)
 {
-	unsigned long limit = max(nr_free_buffer_pages() / 16, 128UL);
+	unsigned long limit;
+	int i;
 
-	hn->mem[HPS_MEM_LOW] = limit;
-	hn->mem[HPS_MEM_PRESSURE] = limit * 2;
-	hn->mem[HPS_MEM_HIGH] = limit * 4;
+	if (from) {
+		for (i = 0; i < HPS_MEM_NR; i++)
+			hn->mem[i] = from[i];
+	} else {
+		limit = max(nr_free_buffer_pages() / 16, 128UL);
+		hn->mem[HPS_MEM_LOW] = limit;
+		hn->mem[HPS_MEM_PRESSURE] = limit * 2;
+		hn->mem[HPS_MEM_HIGH] = limit * 4;
+	}
 	atomic_long_set(&hn->mem_allocated, 0);
 	hn->mem_flags = 0;
 }

@@ -35,22 +35,31 @@ static int hps_mem_min = 4096;
 static int hps_mem_max = 64 << 20;
 static unsigned long hps_mem_pages_max = HPS_MEM_MAX;
 
-/* Serialises writers of net.hps.mem (hps_proc_doulongvec_mem()). */
+/*
+ * Serialises writers of net.hps.mem (hps_proc_doulongvec_mem()), and
+ * those of init_net's with the namespaces that copy or check against it
+ * (hps_mem_net_defaults()).
+ */
 static DEFINE_MUTEX(hps_mem_mutex);
 
 /*
  * net.hps.mem: three unsigned longs, low <= pressure <= high, each at most
- * HPS_MEM_MAX (table->extra2). The values are parsed into a copy and
- * stored only if the whole triple is in order, else -EINVAL and the old
- * values stay; a write of fewer than three values keeps the others. New
- * values take effect at once (hps_mem_recheck()). Readers take the values
- * one by one, without the mutex.
+ * HPS_MEM_MAX (table->extra2) and, in a namespace other than init_net, at
+ * most init_net's value of the moment: a namespace's root (the root of a
+ * user namespace too) cannot make its limit more lenient than the host's.
+ * The values are parsed into a copy and stored only if the whole triple
+ * passes, else -EINVAL and the old values stay; a write of fewer than
+ * three values keeps the others, and the triple they make is checked.
+ * New values take effect at once (hps_mem_recheck()). Readers take the
+ * values one by one, without the mutex.
  * Context: process (a sysctl read or write).
  */
 static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
 				   void *buffer, size_t *lenp, loff_t *ppos)
 {
 	unsigned long *mem = table->data;
+	struct hps_net *hn = container_of(mem, struct hps_net, mem[0]);
+	struct hps_net *init_hn = hps_net(&init_net);
 	unsigned long v[HPS_MEM_NR];
 	struct ctl_table tmp = {
 		.data	= v,
@@ -61,6 +70,7 @@ static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
 	};
 	int err, i;
 
+	might_sleep();
 	mutex_lock(&hps_mem_mutex);
 	for (i = 0; i < HPS_MEM_NR; i++)
 		v[i] = READ_ONCE(mem[i]);
@@ -69,14 +79,38 @@ static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
 		if (v[HPS_MEM_LOW] > v[HPS_MEM_PRESSURE] ||
 		    v[HPS_MEM_PRESSURE] > v[HPS_MEM_HIGH])
 			err = -EINVAL;
+		/* init_net's values cannot change meanwhile: the mutex */
+		for (i = 0; !err && hn != init_hn && i < HPS_MEM_NR; i++)
+			if (v[i] > init_hn->mem[i])
+				err = -EINVAL;
 		for (i = 0; !err && i < HPS_MEM_NR; i++)
 			WRITE_ONCE(mem[i], v[i]);
 		if (!err)
-			hps_mem_recheck(container_of(mem, struct hps_net,
-						     mem[0]));
+			hps_mem_recheck(hn);
 	}
 	mutex_unlock(&hps_mem_mutex);
 	return err;
+}
+
+/*
+ * A new namespace's net.hps.mem: init_net's computed defaults
+ * (hps_mem_net_init()), and for any other namespace init_net's values of
+ * the moment, the most it may have (hps_proc_doulongvec_mem()). init_net's
+ * state is set up first: it is the first namespace of the list
+ * register_pernet_subsys() goes through, and a namespace created later
+ * waits for the registration (pernet_ops_rwsem).
+ * Context: pernet init (process).
+ */
+static void hps_mem_net_defaults(struct net *net, struct hps_net *hn)
+{
+	might_sleep();
+	if (net_eq(net, &init_net)) {
+		hps_mem_net_init(hn, NULL);
+		return;
+	}
+	mutex_lock(&hps_mem_mutex);
+	hps_mem_net_init(hn, hps_net(&init_net)->mem);
+	mutex_unlock(&hps_mem_mutex);
 }
 
 static const struct ctl_table hps_sysctl_template[] = {
@@ -210,7 +244,7 @@ static int __net_init hps_net_init(struct net *net)
 	spin_lock_init(&hn->socks_lock);
 	INIT_HLIST_HEAD(&hn->socks);
 	hps_reg_cache_init(&hn->reg);
-	hps_mem_net_init(hn);
+	hps_mem_net_defaults(net, hn);
 	err = hps_stats_net_init(net, hn);
 	if (err)
 		return err;

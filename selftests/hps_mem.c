@@ -3,10 +3,12 @@
  * net.hps.mem, the namespace's memory limit (Documentation/sysctl.rst):
  *
  *  - in a network namespace of its own (unshare(CLONE_NEWNET) in a forked
- *    child): the defaults are 1/16, 1/8 and 1/4 of one figure, the
- *    counters start at zero, what is written is read back, and triples
- *    out of order, negative or too large, or not numbers fail with EINVAL
- *    and change nothing; the caller's namespace keeps its own values;
+ *    child): it starts from the initial namespace's values (set one below
+ *    what they were for the case, and put back), the counters start at
+ *    zero, what is written is read back, and triples above the initial
+ *    namespace's (any of the three), out of order, negative or too large,
+ *    or not numbers fail with EINVAL and change nothing; the caller's
+ *    namespace keeps its own values;
  *  - with a limit a few connections fit: connect() fails with ENOBUFS
  *    once the next connection's buffers would go above it, the
  *    connections already up carry checked data both ways, mem_pages is
@@ -29,6 +31,7 @@
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -195,10 +198,57 @@ static long rx_bufs(int fd)
 
 /* ---- the sysctl, in a namespace of its own ---- */
 
-/* In a forked child in a new namespace: 0, or which check failed. */
-static int mem_sysctl_checks(void)
+/* Is this process in the initial network namespace (pid 1's)? */
+static int in_init_netns(void)
+{
+	struct stat self, init;
+
+	if (stat("/proc/self/ns/net", &self) || stat("/proc/1/ns/net", &init))
+		return 0;
+	return self.st_dev == init.st_dev && self.st_ino == init.st_ino;
+}
+
+/*
+ * Wait up to @secs for the child @pid; kill it then. Its exit status, or
+ * -1 if it was killed or did not exit normally.
+ */
+static int wait_child(pid_t pid, double secs)
+{
+	double end = hps_now() + secs;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (hps_now() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
+		usleep(20000);
+	}
+}
+
+/* net.hps.mem is @a @b @c; 0 or -1. */
+static int mem_is(unsigned long long a, unsigned long long b,
+		  unsigned long long c)
 {
 	unsigned long long v[3];
+
+	return !rd_mem(v) && v[0] == a && v[1] == b && v[2] == c ? 0 : -1;
+}
+
+/*
+ * In a forked child, in a new namespace, with the initial namespace's
+ * net.hps.mem at @init (each at least 3, in order): 0, or which check
+ * failed.
+ */
+static int mem_sysctl_checks(const unsigned long long init[3])
+{
 	static const char * const bad[] = {
 		"3 2 1",			/* pressure < low */
 		"1 3 2",			/* high < pressure */
@@ -208,30 +258,51 @@ static int mem_sysctl_checks(void)
 		"1 2 9223372036854775808",	/* above LONG_MAX */
 		"abc",
 	};
+	unsigned long long v[3];
+	char buf[96];
 	size_t i;
 
 	if (unshare(CLONE_NEWNET))
 		return 1;
-	/* the defaults: 1/16, 1/8 and 1/4 of nr_free_buffer_pages() */
+	/* a new namespace starts from the initial namespace's values */
 	if (rd_mem(v))
 		return 2;
-	fprintf(stderr, "# defaults: %llu %llu %llu\n", v[0], v[1], v[2]);
-	if (v[0] < 128 || v[1] != 2 * v[0] || v[2] != 4 * v[0])
+	if (v[0] != init[0] || v[1] != init[1] || v[2] != init[2]) {
+		fprintf(stderr, "# defaults %llu %llu %llu, not %llu %llu %llu\n",
+			v[0], v[1], v[2], init[0], init[1], init[2]);
 		return 3;
+	}
 	/* a new namespace's counters start at zero */
 	if (stat_of("mem_pages") != 0 || stat_of("mem_pressure_entries") != 0 ||
 	    stat_of("mem_limit_failures") != 0)
 		return 4;
-	/* what is written is read back */
-	if (wr("mem", "1 2 3") || rd_mem(v) || v[0] != 1 || v[1] != 2 ||
-	    v[2] != 3)
+	/* what is written is read back, up to the initial namespace's */
+	if (wr("mem", "1 2 3") || mem_is(1, 2, 3))
 		return 5;
-	if (wr("mem", "5 5 5") || rd_mem(v) || v[0] != 5 || v[1] != 5 ||
-	    v[2] != 5)
+	if (wr("mem", "3 3 3") || mem_is(3, 3, 3))
 		return 6;
-	if (wr("mem", "0 0 9223372036854775807") || rd_mem(v) || v[0] ||
-	    v[1] || v[2] != 9223372036854775807ULL)
+	snprintf(buf, sizeof(buf), "%llu %llu %llu", init[0], init[1], init[2]);
+	if (wr("mem", buf) || mem_is(init[0], init[1], init[2]))
 		return 7;
+	/* above the initial namespace's, any of the three: EINVAL */
+	for (i = 0; i < 3; i++) {
+		unsigned long long w[3] = { init[0], init[1], init[2] };
+		int err;
+
+		w[i]++;
+		if (w[0] > w[1] || w[1] > w[2])
+			continue;	/* out of order anyway: not this check */
+		snprintf(buf, sizeof(buf), "%llu %llu %llu", w[0], w[1], w[2]);
+		err = wr("mem", buf);
+		if (err != EINVAL) {
+			fprintf(stderr, "# \"%s\" above %llu %llu %llu: %s\n",
+				buf, init[0], init[1], init[2],
+				err ? strerror(err) : "accepted");
+			return 60 + i;
+		}
+		if (mem_is(init[0], init[1], init[2]))
+			return 70 + i;
+	}
 	if (wr("mem", "1 2 3"))
 		return 8;
 	/* bad triples: EINVAL, nothing changed */
@@ -250,33 +321,58 @@ static int mem_sysctl_checks(void)
 		}
 	}
 	/* fewer values keep the others, and the triple is still checked */
-	if (wr("mem", "7 8") != EINVAL)		/* 7 8 3 */
+	if (wr("mem", "3 4") != EINVAL || mem_is(1, 2, 3))	/* 3 4 3 */
 		return 9;
-	if (wr("mem", "0 0 9") || wr("mem", "4 6") || rd_mem(v) ||
-	    v[0] != 4 || v[1] != 6 || v[2] != 9)
+	if (wr("mem", "0 0 3") || wr("mem", "2 3") || mem_is(2, 3, 3))
 		return 10;
 	return 0;
 }
 
-TEST(mem_sysctl_parsing_per_namespace)
+/*
+ * net.hps.mem in a namespace of its own starts from the initial
+ * namespace's values and cannot go above them. The initial namespace's
+ * are first set one below what they were, so that the copy is told from
+ * the computed defaults, and put back whatever happens: the child runs
+ * under a deadline well inside the case's timeout, and nothing between
+ * the change and its undoing can end the case.
+ */
+TEST(mem_sysctl_per_namespace)
 {
-	unsigned long long before[3], after[3];
+	unsigned long long before[3], set[3], mid[3];
+	int err, rc, mid_err, i;
 	pid_t pid;
-	int st;
 
 	ASSERT_EQ(0, rd_mem(before)) TH_LOG("no net.hps.mem: is af_hps.ko loaded?");
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (!pid)
-		_exit(mem_sysctl_checks());
-	ASSERT_EQ(pid, waitpid(pid, &st, 0));
-	ASSERT_TRUE(WIFEXITED(st));
-	EXPECT_EQ(0, WEXITSTATUS(st));
-	/* ours did not move */
-	ASSERT_EQ(0, rd_mem(after));
-	EXPECT_EQ(before[0], after[0]);
-	EXPECT_EQ(before[1], after[1]);
-	EXPECT_EQ(before[2], after[2]);
+	if (!in_init_netns())
+		SKIP(return, "not in the initial network namespace, whose net.hps.mem a new one copies");
+	/* room for the checks: each value at least 4 */
+	ASSERT_LE(4, before[0]) TH_LOG("net.hps.mem is %llu %llu %llu",
+				       before[0], before[1], before[2]);
+	for (i = 0; i < 3; i++)
+		set[i] = before[i] - 1;
+
+	/* from here to the restore: no ASSERT */
+	err = wr_mem(set[0], set[1], set[2]);
+	rc = -1;
+	if (!err) {
+		fflush(stderr);
+		pid = fork();
+		if (!pid)
+			_exit(mem_sysctl_checks(set));
+		if (pid > 0)
+			rc = wait_child(pid, 15);
+	}
+	mid_err = rd_mem(mid);
+	wr_mem(before[0], before[1], before[2]);
+
+	EXPECT_EQ(0, err) TH_LOG("setting net.hps.mem: %s", strerror(err));
+	EXPECT_EQ(0, rc) TH_LOG("the check in the new namespace failed (see above)");
+	/* the child's writes did not reach ours */
+	ASSERT_EQ(0, mid_err);
+	EXPECT_EQ(set[0], mid[0]);
+	EXPECT_EQ(set[1], mid[1]);
+	EXPECT_EQ(set[2], mid[2]);
+	EXPECT_EQ(0, mem_is(before[0], before[1], before[2]));
 }
 
 /* ---- connections against the limit, in the test's namespace ---- */
