@@ -20,9 +20,18 @@
  * never above high: a charge is a compare-and-exchange loop, so two
  * charges racing for the last pages cannot both succeed, and a failed one
  * leaves no trace in the total. Nothing here takes a lock or sleeps; the
- * helpers may be called in any context. The pressure flag is a hint
- * (hps_net.mem_flags): it is set and cleared after the total changed, so
- * a connection set up at the same moment may see the state just before.
+ * helpers may be called in any context.
+ *
+ * The pressure flag (hps_net.mem_flags) is a hint: it is set or cleared
+ * after the total changed, each change looking at its own new total, so
+ * a connection set up at the same moment may see the state just before,
+ * and two changes racing may leave it wrong until the next one (a charge
+ * that took the total above pressure sets it, an uncharge racing with it
+ * that saw a total below low clears it, in either order). The next
+ * charge, uncharge or write of net.hps.mem sets it right again.
+ *
+ * With low 0 pressure never ends once entered: the total is never below
+ * 0. Only a write of net.hps.mem with a low above the total ends it.
  */
 
 #include <linux/atomic.h>
