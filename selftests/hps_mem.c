@@ -13,7 +13,7 @@
  *    once the next connection's buffers would go above it, the
  *    connections already up carry checked data both ways, mem_pages is
  *    what their buffers take and the counters moved; once all are closed
- *    mem_pages falls back to where it was;
+ *    mem_pages falls back to 0;
  *  - a limit only the active end fits under: the listener refuses the
  *    request (ECONNREFUSED at the client, accept_errors) and nothing
  *    stays charged;
@@ -21,10 +21,12 @@
  *    window (3 buffers); below the low one it gets the full one again.
  *
  * The connections are made in the test's own namespace: a new one has no
- * RDMA-capable interface (see hps_diag.c). The thresholds are set from
- * the pages charged when the case starts (mem_pages, normally 0: the case
- * first waits for the sockets of earlier tests to be freed), and the
- * sysctls are put back at the end of each case.
+ * RDMA-capable interface (see hps_diag.c), at its credits and buf_size as
+ * found (the defaults) unless they are what a case tests. Each case first
+ * waits up to 70 s for mem_pages to be 0 (the sockets of earlier tests
+ * freed) and fails if it is not; it changes the sysctls only in a forked
+ * worker under a deadline, and its own process puts them back whatever
+ * the worker did (see "connections against the limit" below).
  *
  * hps-configs: 1:rxe 1:siw
  */
@@ -377,19 +379,50 @@ TEST(mem_sysctl_per_namespace)
 
 /* ---- connections against the limit, in the test's namespace ---- */
 
+/*
+ * Every case of the fixture below runs at the namespace's settings as
+ * found (the defaults in the test bed) but for what it tests. Setup only
+ * reads: it checks everything first and changes nothing, so that a
+ * failed setup, after which the harness skips the teardown, leaves
+ * nothing to put back. The case's body then runs in a forked worker
+ * with a deadline of its own (WORKER_SECS), well inside the case's
+ * timeout, while the case's process waits for it and puts the settings
+ * back whatever became of it: a failed ASSERT, a crash or a hang of the
+ * worker (killed at its deadline). The harness kills the whole process
+ * group at the case's timeout, restore and all, so the worker's own waits
+ * are bounded to fit in the deadline.
+ */
+#define SETTLE_SECS	70	/* > HPS_FIN_TIMEOUT (60 s): see setup */
+#define WORKER_SECS	150	/* a case's body, waits included */
+#define CASE_TIMEOUT	(SETTLE_SECS + WORKER_SECS + 40)
+
 FIXTURE(limit)
 {
-	char mem[128];
-	long credits, buf_size;
-	long base;	/* mem_pages when the case started */
-	long end;	/* pages one end of a connection takes */
+	char mem[128];		/* net.hps.mem as found, put back */
+	long credits, buf_size;	/* as found, put back */
+	long ppb;		/* pages one buffer is charged (buf_size) */
+	long end;		/* pages one end of a connection is charged */
 	int l, port, n;
 	int c[NMAX], a[NMAX];
 };
 
+/*
+ * Pages one kmalloc() of @size bytes (4096 and up) takes with SLUB: one
+ * page up to a page, and a power of two of them above (two up to 8 KiB,
+ * its largest cache; from the page allocator beyond).
+ */
+static long buf_pages(long size, long page)
+{
+	long n = (size + page - 1) / page, p = 1;
+
+	while (p < n)
+		p *= 2;
+	return p;
+}
+
 FIXTURE_SETUP(limit)
 {
-	long page = sysconf(_SC_PAGESIZE);
+	long page = sysconf(_SC_PAGESIZE), pages;
 	int i;
 
 	self->l = -1;
@@ -399,20 +432,31 @@ FIXTURE_SETUP(limit)
 		TH_LOG("no net.hps.mem: is af_hps.ko loaded?");
 	self->credits = rd("credits");
 	self->buf_size = rd("buf_size");
-	ASSERT_GT(self->credits, 0);
-	ASSERT_GT(self->buf_size, 0);
-	/* small windows: 8 buffers of 8 KiB each way */
-	ASSERT_EQ(0, wr_long("credits", 8));
-	ASSERT_EQ(0, wr_long("buf_size", 8192));
-	self->end = 2 * 8 * ((8192 + page - 1) / page);
-	/* the sockets of earlier tests going */
-	self->base = wait_mem_pages(0, 20);
-	ASSERT_GE(self->base, 0) TH_LOG("no mem_pages in /proc/net/hps_stat");
-	if (self->base)
-		TH_LOG("%ld pages still charged when the case starts",
-		       self->base);
+	ASSERT_GE(self->credits, CREDITS_MIN);
+	ASSERT_GE(self->buf_size, 4096);
+	self->ppb = buf_pages(self->buf_size, page);
+	self->end = 2 * self->credits * self->ppb;
+	/*
+	 * The sockets of earlier tests going. A closed socket whose peer
+	 * does not take its FIN stays charged up to HPS_FIN_TIMEOUT (60 s),
+	 * and one freed in the middle of a case would break its exact
+	 * counts; one still charged after that is a leak, not to be hidden.
+	 */
+	pages = wait_mem_pages(0, SETTLE_SECS);
+	ASSERT_EQ(0, pages) TH_LOG("%ld pages still charged %d s on: leaked by an earlier test?",
+				   pages, SETTLE_SECS);
 	self->l = hps_listener(&self->port, NMAX);
 	ASSERT_GE(self->l, 0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+}
+
+/* Put back what a case may have changed; 0 or the first errno. */
+static int restore_settings(FIXTURE_DATA(limit) *self)
+{
+	int e1 = wr("mem", self->mem);
+	int e2 = wr_long("credits", self->credits);
+	int e3 = wr_long("buf_size", self->buf_size);
+
+	return e1 ? e1 : e2 ? e2 : e3;
 }
 
 FIXTURE_TEARDOWN(limit)
@@ -427,9 +471,37 @@ FIXTURE_TEARDOWN(limit)
 	}
 	if (self->l >= 0)
 		close(self->l);
-	wr("mem", self->mem);
-	wr_long("credits", self->credits);
-	wr_long("buf_size", self->buf_size);
+	restore_settings(self);
+}
+
+typedef void (*limit_body)(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(limit) *self);
+
+/*
+ * Run @body in a forked worker under a deadline, then put the settings
+ * back, whatever became of it (see above). The worker's ASSERTs end the
+ * worker only: it has a jump buffer of its own.
+ */
+static void run_case(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(limit) *self, limit_body body)
+{
+	int rc, err;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ASSERT_GE(pid, 0);	/* nothing changed yet */
+	if (!pid) {
+		if (!setjmp(_metadata->env))
+			body(_metadata, self);
+		_exit(_metadata->passed ? 0 : 1);
+	}
+	rc = wait_child(pid, WORKER_SECS);
+	err = restore_settings(self);
+	EXPECT_EQ(0, rc) TH_LOG("the case failed (see above) or ran out of time");
+	EXPECT_EQ(0, err) TH_LOG("putting the settings back: %s",
+				 strerror(err));
 }
 
 /*
@@ -478,9 +550,10 @@ static void close_all(FIXTURE_DATA(limit) *self)
  * the fourth connect() fails with ENOBUFS before its request leaves. The
  * pressure threshold is the limit itself, so the windows stay whole.
  */
-TEST_F_TIMEOUT(limit, connect_fails_with_enobufs, 180)
+static void enobufs_body(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(limit) *self)
 {
-	long high = self->base + 6 * self->end + self->end / 2;
+	long high = 6 * self->end + self->end / 2;
 	long fails0 = stat_of("mem_limit_failures");
 	long errs0 = stat_of("connect_errors");
 	int fd, err, i;
@@ -491,15 +564,14 @@ TEST_F_TIMEOUT(limit, connect_fails_with_enobufs, 180)
 	ASSERT_EQ(ENOBUFS, err);
 	EXPECT_EQ(3, self->n);
 	ASSERT_GE(self->n, 1);
-	EXPECT_EQ(self->base + 2 * self->n * self->end,
-		  stat_of("mem_pages"));
+	EXPECT_EQ(2 * self->n * self->end, stat_of("mem_pages"));
 	EXPECT_EQ(fails0 + 1, stat_of("mem_limit_failures"));
 	EXPECT_EQ(errs0 + 1, stat_of("connect_errors"));
 
 	/* the connections that fit work as before, both ways */
 	for (i = 0; i < self->n; i++) {
-		EXPECT_EQ(8, rx_bufs(self->c[i]));
-		EXPECT_EQ(8, rx_bufs(self->a[i]));
+		EXPECT_EQ(self->credits, rx_bufs(self->c[i]));
+		EXPECT_EQ(self->credits, rx_bufs(self->a[i]));
 		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
 			TH_LOG("connection %d", i);
 	}
@@ -515,24 +587,30 @@ TEST_F_TIMEOUT(limit, connect_fails_with_enobufs, 180)
 
 	/* closed, everything comes back */
 	close_all(self);
-	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
-	/* and a new connection fits again */
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+	/* and as many connections fit again */
 	err = open_until_failure(self);
 	EXPECT_EQ(ENOBUFS, err);
 	EXPECT_EQ(3, self->n);
 	if (self->n >= 1)
 		EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
 	close_all(self);
-	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+}
+
+TEST_F_TIMEOUT(limit, connect_fails_with_enobufs, CASE_TIMEOUT)
+{
+	run_case(_metadata, self, enobufs_body);
 }
 
 /*
  * Room for one end and a half: connect() charges its end, the listener
  * cannot, refuses the request, and the client sees ECONNREFUSED.
  */
-TEST_F_TIMEOUT(limit, passive_side_refuses, 120)
+static void refuses_body(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(limit) *self)
 {
-	long high = self->base + self->end + self->end / 2;
+	long high = self->end + self->end / 2;
 	long fails0 = stat_of("mem_limit_failures");
 	long acc0 = stat_of("accept_errors");
 	int fd, err;
@@ -551,8 +629,8 @@ TEST_F_TIMEOUT(limit, passive_side_refuses, 120)
 	ASSERT_EQ(0, fcntl(self->l, F_SETFL, O_NONBLOCK));
 	EXPECT_GT(0, accept(self->l, NULL, NULL));
 	EXPECT_EQ(EAGAIN, errno);
-	/* the client's end, closed, gives its charge back */
-	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	/* the client's end gave its charge back */
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
 
 	/* with room for both ends it connects */
 	ASSERT_EQ(0, wr_mem(high + self->end, high + self->end,
@@ -563,7 +641,12 @@ TEST_F_TIMEOUT(limit, passive_side_refuses, 120)
 	if (self->n >= 1)
 		EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
 	close_all(self);
-	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+}
+
+TEST_F_TIMEOUT(limit, passive_side_refuses, CASE_TIMEOUT)
+{
+	run_case(_metadata, self, refuses_body);
 }
 
 /*
@@ -571,16 +654,17 @@ TEST_F_TIMEOUT(limit, passive_side_refuses, 120)
  * window, the second the smallest; both carry data. Once all is closed
  * the total is below low and a new connection has the full window.
  */
-TEST_F_TIMEOUT(limit, pressure_shrinks_window, 120)
+static void pressure_body(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(limit) *self)
 {
 	long entries0 = stat_of("mem_pressure_entries");
 	long fails0 = stat_of("mem_limit_failures");
 	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	long small = 2 * CREDITS_MIN * self->ppb;
 	int i;
 
-	/* low: any page above base; pressure: under two ends */
-	ASSERT_EQ(0, wr_mem(self->base + 1, self->base + 2 * self->end - 1,
-			    self->base + 100 * self->end));
+	/* low: any page; pressure: under two ends */
+	ASSERT_EQ(0, wr_mem(1, 2 * self->end - 1, 100 * self->end));
 	for (i = 0; i < 2; i++) {
 		self->c[i] = hps_connect_to(addr, self->port);
 		ASSERT_GE(self->c[i], 0) TH_LOG("connect %d: %s", i,
@@ -590,31 +674,34 @@ TEST_F_TIMEOUT(limit, pressure_shrinks_window, 120)
 						 strerror(errno));
 	}
 	/* the first was set up before the pressure, the second under it */
-	EXPECT_EQ(8, rx_bufs(self->c[0]));
-	EXPECT_EQ(8, rx_bufs(self->a[0]));
+	EXPECT_EQ(self->credits, rx_bufs(self->c[0]));
+	EXPECT_EQ(self->credits, rx_bufs(self->a[0]));
 	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->c[1]));
 	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->a[1]));
 	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
 	EXPECT_EQ(fails0, stat_of("mem_limit_failures"));
-	/* 2 * 8 + 2 * 3 buffers each way */
-	EXPECT_EQ(self->base + 2 * self->end + 2 * self->end * CREDITS_MIN / 8,
-		  stat_of("mem_pages"));
+	EXPECT_EQ(2 * self->end + 2 * small, stat_of("mem_pages"));
 	for (i = 0; i < 2; i++)
 		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
 			TH_LOG("connection %d", i);
 
 	/* all closed: below low, so no pressure; the full window again */
 	close_all(self);
-	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
 	self->c[0] = hps_connect_to(addr, self->port);
 	ASSERT_GE(self->c[0], 0) TH_LOG("connect: %s", strerror(errno));
 	self->a[0] = accept(self->l, NULL, NULL);
 	ASSERT_GE(self->a[0], 0);
-	EXPECT_EQ(8, rx_bufs(self->c[0]));
-	EXPECT_EQ(8, rx_bufs(self->a[0]));
+	EXPECT_EQ(self->credits, rx_bufs(self->c[0]));
+	EXPECT_EQ(self->credits, rx_bufs(self->a[0]));
 	EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
 	close_all(self);
-	EXPECT_EQ(self->base, wait_mem_pages(self->base, 30));
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+}
+
+TEST_F_TIMEOUT(limit, pressure_shrinks_window, CASE_TIMEOUT)
+{
+	run_case(_metadata, self, pressure_body);
 }
 
 TEST_HARNESS_MAIN
