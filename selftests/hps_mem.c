@@ -18,7 +18,15 @@
  *    request (ECONNREFUSED at the client, accept_errors) and nothing
  *    stays charged;
  *  - above the pressure threshold a new connection gets the smallest
- *    window (3 buffers); below the low one it gets the full one again.
+ *    window (3 buffers), but for a receive side sized with SO_RCVBUF on
+ *    the socket or its listener; below the low one it gets the full one
+ *    again;
+ *  - a write of net.hps.mem enters and leaves pressure at once;
+ *  - a buf_size of 12288 is charged 4 pages a buffer, what kmalloc()
+ *    takes;
+ *  - a connect() refused for want of memory gives its charge back while
+ *    its socket stays open, and that socket can listen or connect again
+ *    without anything left charged twice.
  *
  * The connections are made in the test's own namespace: a new one has no
  * RDMA-capable interface (see hps_diag.c), at its credits and buf_size as
@@ -649,10 +657,32 @@ TEST_F_TIMEOUT(limit, passive_side_refuses, CASE_TIMEOUT)
 	run_case(_metadata, self, refuses_body);
 }
 
+/* A connection to @port whose ends are self->c[@i] and self->a[@i]. */
+static int connect_accept(FIXTURE_DATA(limit) *self, int i, int l, int port,
+			  int rcvbuf)
+{
+	struct sockaddr_in sin;
+
+	self->c[i] = socket(AF_HPS, SOCK_STREAM, 0);
+	if (self->c[i] < 0)
+		return -1;
+	if (rcvbuf && setsockopt(self->c[i], SOL_SOCKET, SO_RCVBUFFORCE,
+				 &rcvbuf, sizeof(rcvbuf)))
+		return -1;
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	if (connect(self->c[i], (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	self->a[i] = accept(l, NULL, NULL);
+	return self->a[i] < 0 ? -1 : 0;
+}
+
 /*
  * Pressure from the second end on: the first connection has its full
- * window, the second the smallest; both carry data. Once all is closed
- * the total is below low and a new connection has the full window.
+ * window, the second the smallest; both carry data. A window the
+ * application sized itself (SO_RCVBUF, here SO_RCVBUFFORCE, so as not to
+ * depend on net.core.rmem_max) stays under pressure, set on the socket or
+ * on the listener it is accepted from. Once all is closed the total is
+ * below low and a new connection has the full window.
  */
 static void pressure_body(struct __test_metadata *_metadata,
 			  FIXTURE_DATA(limit) *self)
@@ -661,10 +691,11 @@ static void pressure_body(struct __test_metadata *_metadata,
 	long fails0 = stat_of("mem_limit_failures");
 	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
 	long small = 2 * CREDITS_MIN * self->ppb;
-	int i;
+	int rcvbuf = 8 * self->buf_size;	/* 8 receive buffers */
+	int i, l2, port2;
 
 	/* low: any page; pressure: under two ends */
-	ASSERT_EQ(0, wr_mem(1, 2 * self->end - 1, 100 * self->end));
+	ASSERT_EQ(0, wr_mem(1, 2 * self->end - 1, 10 * self->end));
 	for (i = 0; i < 2; i++) {
 		self->c[i] = hps_connect_to(addr, self->port);
 		ASSERT_GE(self->c[i], 0) TH_LOG("connect %d: %s", i,
@@ -681,7 +712,27 @@ static void pressure_body(struct __test_metadata *_metadata,
 	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
 	EXPECT_EQ(fails0, stat_of("mem_limit_failures"));
 	EXPECT_EQ(2 * self->end + 2 * small, stat_of("mem_pages"));
-	for (i = 0; i < 2; i++)
+
+	/* SO_RCVBUF on the connecting socket: its receive side stays */
+	ASSERT_EQ(0, connect_accept(self, 2, self->l, self->port, rcvbuf))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(8, rx_bufs(self->c[2]));
+	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->a[2]));
+	/* SO_RCVBUF on a listener: its connections' receive side stays */
+	l2 = hps_listener(&port2, 4);
+	ASSERT_GE(l2, 0);
+	ASSERT_EQ(0, setsockopt(l2, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+				sizeof(rcvbuf)));
+	ASSERT_EQ(0, connect_accept(self, 3, l2, port2, 0))
+		TH_LOG("%s", strerror(errno));
+	close(l2);
+	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->c[3]));
+	EXPECT_EQ(8, rx_bufs(self->a[3]));
+	/* their send sides are the smallest: 8 + 3, 3 + 3, 3 + 3, 8 + 3 */
+	EXPECT_EQ(2 * self->end + 2 * small + 34 * self->ppb,
+		  stat_of("mem_pages"));
+	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
+	for (i = 0; i < 4; i++)
 		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
 			TH_LOG("connection %d", i);
 
@@ -702,6 +753,180 @@ static void pressure_body(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(limit, pressure_shrinks_window, CASE_TIMEOUT)
 {
 	run_case(_metadata, self, pressure_body);
+}
+
+/*
+ * A write of net.hps.mem enters or leaves pressure at once, without a
+ * connection's charge to notice it (hps_mem_recheck()): a pressure
+ * threshold below the total counts an entry as it is written, and a new
+ * connection, whose window is chosen before anything is charged for it,
+ * gets the smallest; a low threshold above the total ends it, and the
+ * next connection gets the full window again.
+ */
+static void recheck_body(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(limit) *self)
+{
+	long entries0 = stat_of("mem_pressure_entries");
+	long small = 2 * CREDITS_MIN * self->ppb;
+	long high = 10 * self->end, total;
+	int i;
+
+	ASSERT_EQ(0, wr_mem(1, high, high));
+	ASSERT_EQ(0, connect_accept(self, 0, self->l, self->port, 0))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(self->credits, rx_bufs(self->c[0]));
+	EXPECT_EQ(self->credits, rx_bufs(self->a[0]));
+	total = 2 * self->end;
+	EXPECT_EQ(total, stat_of("mem_pages"));
+	EXPECT_EQ(entries0, stat_of("mem_pressure_entries"));
+
+	/* pressure below the total: entered by the write itself */
+	ASSERT_EQ(0, wr_mem(1, total - 1, high));
+	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
+	ASSERT_EQ(0, connect_accept(self, 1, self->l, self->port, 0))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->c[1]));
+	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->a[1]));
+	total += 2 * small;
+	EXPECT_EQ(total, stat_of("mem_pages"));
+
+	/* low above the total: left by the write itself */
+	ASSERT_EQ(0, wr_mem(total + 1, high, high));
+	ASSERT_EQ(0, connect_accept(self, 2, self->l, self->port, 0))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(self->credits, rx_bufs(self->c[2]));
+	EXPECT_EQ(self->credits, rx_bufs(self->a[2]));
+	EXPECT_EQ(total + 2 * self->end, stat_of("mem_pages"));
+	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
+			TH_LOG("connection %d", i);
+	close_all(self);
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+}
+
+TEST_F_TIMEOUT(limit, sysctl_write_enters_and_leaves_pressure, CASE_TIMEOUT)
+{
+	run_case(_metadata, self, recheck_body);
+}
+
+/*
+ * A buf_size of 12288 bytes: kmalloc() takes a 4-page block for each
+ * buffer (not 3), and each is charged 4 pages. The limit is exactly one
+ * connection's two ends: it connects, carries data, and the next
+ * connect() fails with ENOBUFS.
+ */
+static void buf_12288_body(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(limit) *self)
+{
+	long end = 2 * self->credits * 4;
+	struct hps_info info;
+	socklen_t len = sizeof(info);
+	int fd, err;
+
+	ASSERT_EQ(0, wr_long("buf_size", 12288));
+	ASSERT_EQ(0, wr_mem(2 * end, 2 * end, 2 * end));
+	ASSERT_EQ(0, connect_accept(self, 0, self->l, self->port, 0))
+		TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, getsockopt(self->c[0], SOL_HPS, HPS_INFO, &info, &len));
+	EXPECT_EQ(12288, info.hpsi_buf_size);
+	EXPECT_EQ(self->credits, info.hpsi_rx_bufs);
+	EXPECT_EQ(2 * end, stat_of("mem_pages"))
+		TH_LOG("%ld pages a buffer", stat_of("mem_pages") /
+					   (4 * self->credits));
+	EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
+
+	errno = 0;
+	fd = hps_connect_to(hps_env("HPS_SELF", "127.0.0.1"), self->port);
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	EXPECT_GT(0, fd);
+	EXPECT_EQ(ENOBUFS, err) TH_LOG("%s", strerror(err));
+	close_all(self);
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+}
+
+TEST_F_TIMEOUT(limit, buf_size_12288_counts_4_pages, CASE_TIMEOUT)
+{
+	if (sysconf(_SC_PAGESIZE) != 4096)
+		SKIP(return, "the page counts here are for 4 KiB pages");
+	run_case(_metadata, self, buf_12288_body);
+}
+
+/*
+ * A connection that never came up gives its charge back as it is torn
+ * down, while its socket stays open: a connect() refused at the listener
+ * (room for one end only) leaves nothing charged, nor does the listener
+ * the same socket then becomes, which takes a connection carrying data;
+ * and a second connect() on a socket whose first was refused is charged
+ * once.
+ */
+static void failed_connect_body(struct __test_metadata *_metadata,
+				FIXTURE_DATA(limit) *self)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	long high = self->end + self->end / 2;
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd, port;
+
+	ASSERT_EQ(0, wr_mem(high, high, high));
+	fd = self->c[0] = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_GE(fd, 0);
+	hps_sin(&sin, addr, self->port);
+	errno = 0;
+	ASSERT_NE(0, connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		TH_LOG("connected beyond the limit");
+	EXPECT_EQ(ECONNREFUSED, errno) TH_LOG("%s", strerror(errno));
+	/* given back by the teardown of the attempt, not by close() */
+	EXPECT_EQ(0, wait_mem_pages(0, 10));
+
+	/*
+	 * The same socket listens (bound first, as hps_listener() does:
+	 * bind() holds the port in the TCP stack, which siw's listener
+	 * needs) and holds nothing.
+	 */
+	hps_sin(&sin, addr, 0);
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		TH_LOG("bind after a failed connect: %s", strerror(errno));
+	ASSERT_EQ(0, listen(fd, 4))
+		TH_LOG("listen after a failed connect: %s", strerror(errno));
+	EXPECT_EQ(0, stat_of("mem_pages"));
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &len));
+	port = ntohs(sin.sin_port);
+	ASSERT_EQ(0, wr_mem(2 * self->end, 2 * self->end, 2 * self->end));
+	ASSERT_EQ(0, connect_accept(self, 1, fd, port, 0))
+		TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(2 * self->end, stat_of("mem_pages"));
+	EXPECT_EQ(0, exchange(self->c[1], self->a[1]));
+	close_all(self);
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+
+	/* a second connect() after a refused one */
+	ASSERT_EQ(0, wr_mem(high, high, high));
+	fd = self->c[0] = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_GE(fd, 0);
+	hps_sin(&sin, addr, self->port);
+	errno = 0;
+	ASSERT_NE(0, connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		TH_LOG("connected beyond the limit");
+	EXPECT_EQ(ECONNREFUSED, errno) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(0, wait_mem_pages(0, 10));
+	ASSERT_EQ(0, wr_mem(2 * self->end, 2 * self->end, 2 * self->end));
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+		TH_LOG("connect again: %s", strerror(errno));
+	self->a[0] = accept(self->l, NULL, NULL);
+	ASSERT_GE(self->a[0], 0);
+	EXPECT_EQ(2 * self->end, stat_of("mem_pages"));
+	EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
+	close_all(self);
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+}
+
+TEST_F_TIMEOUT(limit, failed_connect_gives_charge_back, CASE_TIMEOUT)
+{
+	run_case(_metadata, self, failed_connect_body);
 }
 
 TEST_HARNESS_MAIN
