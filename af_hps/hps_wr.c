@@ -181,6 +181,7 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	struct hps_wr_bufs b;
 
 	sock_owned_by_me(&hs->sk);
+	lockdep_assert_not_held(&hs->lock);
 	/* Still mapped, perhaps posted: hps_wr_teardown() comes first. */
 	if (WARN_ON_ONCE(hs->qp || hs->dev))
 		return;
@@ -375,9 +376,12 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
  * @hs: the connection
  *
  * The buffers stay allocated (received data can still be read) until the
- * socket is destroyed. Safe on a partially set up connection.
+ * socket is destroyed; those of a connection that never came up are freed
+ * by the caller, __hps_teardown(), right after. Safe on a partially set
+ * up connection.
  *
- * Context: connection thread, socket lock held.
+ * Context: process (the connection thread, or hps_cm_connect_work()
+ * through hps_fail()), socket lock held.
  */
 void hps_wr_teardown(struct hps_sock *hs)
 {
