@@ -829,6 +829,8 @@ out_teardown:
 	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
 			    err);
 	hps_wr_teardown(chs);
+	/* never up: its buffers and their charge go now, not at its end */
+	hps_wr_free_bufs(chs);
 	chs->cm_id = NULL;
 	release_sock(sk);
 	release_sock(lsk);

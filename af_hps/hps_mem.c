@@ -17,7 +17,8 @@
  *    that connection is not set up, the others go on.
  *
  * The total is one atomic_long_t per namespace (hps_net.mem_allocated),
- * never above high: a charge is a compare-and-exchange loop, so two
+ * which no charge takes above high (a write of net.hps.mem may lower high
+ * below it): a charge is a compare-and-exchange loop, so two
  * charges racing for the last pages cannot both succeed, and a failed one
  * leaves no trace in the total. Nothing here takes a lock or sleeps; the
  * helpers may be called in any context.
@@ -100,8 +101,15 @@ void hps_mem_uncharge(struct hps_net *hn, unsigned long pages)
 	if (!pages)
 		return;
 	left = atomic_long_sub_return((long)pages, &hn->mem_allocated);
-	if (WARN_ON_ONCE(left < 0))
-		return;		/* uncharged twice: a bug, already reported */
+	if (WARN_ON_ONCE(left < 0)) {
+		/*
+		 * Uncharged twice: a bug, reported. Take the total back to
+		 * 0 rather than leave it negative, which every later charge
+		 * would read as far above high (ENOBUFS for good).
+		 */
+		atomic_long_add(-left, &hn->mem_allocated);
+		left = 0;
+	}
 	hps_mem_update_pressure(hn, left);
 }
 
