@@ -451,8 +451,14 @@ FIXTURE_SETUP(limit)
 	 * counts; one still charged after that is a leak, not to be hidden.
 	 */
 	pages = wait_mem_pages(0, SETTLE_SECS);
-	ASSERT_EQ(0, pages) TH_LOG("%ld pages still charged %d s on: leaked by an earlier test?",
-				   pages, SETTLE_SECS);
+	ASSERT_EQ(0, pages) {
+		TH_LOG("%ld pages still charged %d s on: leaked by an earlier test?",
+		       pages, SETTLE_SECS);
+		/* which sockets, in what state (dump_socks: test builds) */
+		system("../tools/hps-ss -a -i -p >&2; "
+		       "echo 1 >/sys/module/af_hps/parameters/dump_socks && "
+		       "dmesg | grep 'af_hps: sock ' | tail -n 20 >&2");
+	}
 	self->l = hps_listener(&self->port, NMAX);
 	ASSERT_GE(self->l, 0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 }
