@@ -96,21 +96,24 @@ int hps_mem_charge(struct hps_net *hn, unsigned long pages)
  */
 void hps_mem_uncharge(struct hps_net *hn, unsigned long pages)
 {
-	long left;
+	long old = atomic_long_read(&hn->mem_allocated), new;
 
 	if (!pages)
 		return;
-	left = atomic_long_sub_return((long)pages, &hn->mem_allocated);
-	if (WARN_ON_ONCE(left < 0)) {
-		/*
-		 * Uncharged twice: a bug, reported. Take the total back to
-		 * 0 rather than leave it negative, which every later charge
-		 * would read as far above high (ENOBUFS for good).
-		 */
-		atomic_long_add(-left, &hn->mem_allocated);
-		left = 0;
-	}
-	hps_mem_update_pressure(hn, left);
+	/*
+	 * One compare-and-exchange, as a charge: an uncharge of more than
+	 * is charged (twice: a bug, reported once) leaves the total at 0,
+	 * never negative, which every later charge would read as far above
+	 * high (ENOBUFS for good), and two of them racing cannot add back
+	 * what the other took.
+	 */
+	do {
+		new = old - (long)pages;
+		if (new < 0)
+			new = 0;
+	} while (!atomic_long_try_cmpxchg(&hn->mem_allocated, &old, new));
+	WARN_ON_ONCE(old < (long)pages);
+	hps_mem_update_pressure(hn, new);
 }
 
 /**

@@ -165,7 +165,8 @@ void __hps_wr_free_bufs(struct hps_sock *hs)
  *
  * Frees the buffers of the socket's last connection attempt and gives
  * back their charge: for a connection that never came up, when it is
- * torn down (__hps_teardown()), and before a new connection attempt
+ * torn down (__hps_teardown(); a refused passive child's in
+ * hps_cm_conn_req()), and before a new connection attempt
  * (hps_conn_params()). What points into the buffers goes with them: the
  * queue of received data (only data that came before the connection was
  * up, which nobody may read), the peer's SRCAVAIL and the ring indices,
@@ -377,8 +378,8 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
  *
  * The buffers stay allocated (received data can still be read) until the
  * socket is destroyed; those of a connection that never came up are freed
- * by the caller, __hps_teardown(), right after. Safe on a partially set
- * up connection.
+ * by the caller right after (__hps_teardown(), or hps_cm_conn_req() for a
+ * refused passive child). Safe on a partially set up connection.
  *
  * Context: process (the connection thread, or hps_cm_connect_work()
  * through hps_fail()), socket lock held.
