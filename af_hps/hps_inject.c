@@ -34,7 +34,9 @@ static unsigned int hps_inject_ms_param;
 /*
  * Writing anything to /sys/module/af_hps/parameters/dump_socks logs every
  * AF_HPS socket of the initial namespace: what a test that found sockets
- * left behind shows.
+ * left behind shows. A second line per socket gives its credit state, read
+ * without hs->lock: a snapshot that may be torn, for a socket that waits
+ * for credits (a stuck FIN), not for one in the middle of a transfer.
  */
 static int hps_inject_dump(const char *val, const struct kernel_param *kp)
 {
@@ -49,6 +51,15 @@ static int hps_inject_dump(const char *val, const struct kernel_param *kp)
 			READ_ONCE(hs->connd_work), hs->cm_id, hs->qp, hs->dev,
 			hs->parent, sock_flag(&hs->sk, SOCK_DEAD),
 			hs->sk.sk_socket, hs->npending);
+	hlist_for_each_entry(hs, &hn->socks, net_node)
+		pr_info("sock %p: credits %u of %u, rx ready %u (%u bytes) pending %u, tx posted %u done %u queued %u, ctrl %u/%u, shutdown %d\n",
+			hs, READ_ONCE(hs->tx_credits),
+			READ_ONCE(hs->peer_credits_max),
+			READ_ONCE(hs->rx_nready),
+			READ_ONCE(hs->rx_queued), READ_ONCE(hs->rx_pending),
+			READ_ONCE(hs->tx_posted), READ_ONCE(hs->tx_done),
+			READ_ONCE(hs->tx_queued), READ_ONCE(hs->ctrl_head),
+			READ_ONCE(hs->ctrl_done), READ_ONCE(hs->sk.sk_shutdown));
 	spin_unlock_bh(&hn->socks_lock);
 	return 0;
 }

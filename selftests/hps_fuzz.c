@@ -814,7 +814,7 @@ TEST_F_TIMEOUT(concurrent, threads_and_a_child_share_sockets, 3600)
 		system("cat /proc/net/hps_stat >&2");
 		/* test builds: which ones, in what state */
 		system("echo 1 >/sys/module/af_hps/parameters/dump_socks && "
-		       "dmesg | grep 'af_hps: sock ' | tail -n 20 >&2");
+		       "dmesg | grep 'af_hps: sock ' | tail -n 60 >&2");
 		/* still open here? */
 		for (i = 0; i < 4096; i++) {
 			int dom;

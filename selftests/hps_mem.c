@@ -457,7 +457,7 @@ FIXTURE_SETUP(limit)
 		/* which sockets, in what state (dump_socks: test builds) */
 		system("../tools/hps-ss -a -i -p >&2; "
 		       "echo 1 >/sys/module/af_hps/parameters/dump_socks && "
-		       "dmesg | grep 'af_hps: sock ' | tail -n 20 >&2");
+		       "dmesg | grep 'af_hps: sock ' | tail -n 60 >&2");
 	}
 	self->l = hps_listener(&self->port, NMAX);
 	ASSERT_GE(self->l, 0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
