@@ -249,18 +249,8 @@ static void hps_conn_params(struct hps_sock *hs)
 	spin_unlock_bh(&hs->lock);
 	sock_valbool_flag(sk, SOCK_KEEPOPEN, hs->ka_on);
 
-	hs->rx_queued = 0;
-	hs->rx_nready = 0;
-	hs->rx_pending = 0;
-	hs->rx_pending_data = 0;
+	/* the rings and receive queue were reset with the buffers, above */
 	hs->tx_credits = 0;
-	hs->tx_done = 0;
-	hs->tx_posted = 0;
-	hs->tx_fill = 0;
-	hs->tx_queued = 0;
-	hs->ctrl_head = 0;
-	hs->ctrl_done = 0;
-	INIT_LIST_HEAD(&hs->rx_ready);
 }
 
 /**
