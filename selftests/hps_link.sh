@@ -45,13 +45,18 @@ log=$(mktemp -d)
 
 echo "TAP version 13"
 echo "1..9"
-result() {	# result RC NAME: RC 0 ok, 77 skip (NAME has the reason), else not ok
+# result RC NAME: RC 0 ok, 77 skip (NAME has the reason), else not ok;
+# then the seconds since the last result (the test's budget, testing.rst)
+t_last=$SECONDS
+result() {
 	n=$((n + 1))
 	case $1 in
 	0) pass=$((pass + 1)); echo "ok $n $2" ;;
 	77) skip=$((skip + 1)); echo "ok $n $2 # SKIP" ;;
 	*) fail=$((fail + 1)); echo "not ok $n $2" ;;
 	esac
+	echo "# ($((SECONDS - t_last)) s)"
+	t_last=$SECONDS
 }
 now() { date +%s.%N | cut -c1-14; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
