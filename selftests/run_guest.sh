@@ -39,6 +39,8 @@ runs_here() {
 }
 
 pass=0 fail=0 skip=0
+# the boot's share of the configuration's time (testing.rst, "Times")
+echo "=== the guest is ready after $(cut -d' ' -f1 /proc/uptime) s of uptime"
 : >"$result.times"
 : >"$result.failed"
 # A test whose program was not built is a failure, not a silent omission.
