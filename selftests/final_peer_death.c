@@ -21,11 +21,13 @@
  * and the sockets must close. Documentation/reliability.rst has the
  * numbers.
  *
- * With one node there is no peer node to kill: the test is skipped.
+ * With one node there is no peer node to kill: the runner never starts it
+ * there (hps-nodes), and run by hand it is skipped.
  *
  *   final_peer_death --serve PORT    the server (on node 2)
  *
  * hps-configs: 2:rxe 2:siw
+ * hps-nodes: 2 (not even in make check-full: it kills node 2)
  */
 #define _GNU_SOURCE
 #include <pthread.h>

@@ -23,6 +23,7 @@
  * budget); HPS_EVERYWHERE=1 (make check-full) runs the iWARP case too.
  *
  * hps-configs: 2:rxe
+ * hps-nodes: 2 (not even in make check-full: it takes node 2's link away)
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>

@@ -16,7 +16,9 @@
 # Documentation/testing.rst says why each test is where it is. make
 # check-full and check-debug (HPS_EVERYWHERE=1) run every test in every
 # configuration, and
-# HPS_TESTS="hps_x ..." runs the tests it names wherever it is asked to.
+# HPS_TESTS="hps_x ..." runs the tests it names wherever it is asked to;
+# but a test marked "hps-nodes: 2" (it needs a second machine: one to
+# kill, one whose link to take away) never runs on one node.
 set -u
 result=$(realpath -m "${1:?usage: run_guest.sh RESULT_FILE}")
 cd "$(dirname "$0")" || exit 126
@@ -28,12 +30,14 @@ here="$HPS_NODES:$HPS_RDMA"
 runs_here() {
 	local src=$1 configs
 
+	[ -f "$1.c" ] && src=$1.c
+	[ "$HPS_NODES" = 1 ] && grep -q 'hps-nodes: *2' "$src" 2>/dev/null &&
+		return 1
 	if [ -n "$filter" ]; then
 		echo " $filter " | grep -qE " (${1%.sh}|$1) "
 		return
 	fi
 	[ -n "${HPS_EVERYWHERE:-}" ] && return 0
-	[ -f "$1.c" ] && src=$1.c
 	configs=$(sed -n 's/.*hps-configs: *//p' "$src" 2>/dev/null | head -n1)
 	[ -z "$configs" ] || [[ " $configs " == *" $here "* ]]
 }
