@@ -142,8 +142,8 @@ run: vm-modules selftests
 check: vm-modules selftests
 	@$(TOP)/selftests/run_vm_tests.sh
 
-# Every test in every configuration, the soaks at full length (about 100
-# minutes; Documentation/testing.rst).
+# Every test in every configuration, the soaks at full length (about two
+# and a half hours; Documentation/testing.rst).
 check-full: vm-modules selftests
 	@HPS_FULL=1 HPS_EVERYWHERE=1 HPS_CHECK_TIMEOUT=$${HPS_CHECK_TIMEOUT:-4800} \
 		$(TOP)/selftests/run_vm_tests.sh
