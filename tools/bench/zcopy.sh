@@ -32,6 +32,8 @@ case $(readlink -f "$out") in
    exit 2 ;;
 esac
 mkdir -p "$out"
+# two vCPUs per guest, as for make bench (bench.sh)
+export HPS_VM_SMP=${HPS_VM_SMP:-2}
 rc=0
 for c in $configs; do
 	echo "zcopy: ${c%%:*} node(s), ${c#*:}" >&2
