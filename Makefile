@@ -73,7 +73,7 @@ help:
 	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
 	@echo 'make check-full every selftest in every configuration, soaks at full length'
 	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
-	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~20 min)'
+	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~25 min)'
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi and docs checks'
 	@echo 'make docs-check the man pages and Documentation/ against the code (tools/check-docs.py)'
 	@echo 'make bench      quick benchmark (1-node rxe, 2-node siw) into bench-results/'
@@ -154,7 +154,7 @@ check-debug: deps tools
 	@$(TOP)/selftests/run_debug_tests.sh
 
 # Its smoke run, in CI after make check: data path, zero copy, sharing and
-# faults on one node over rxe (about 20 minutes with the kernel's build).
+# faults on one node over rxe (about 25 minutes with the kernel's build).
 check-debug-smoke: deps tools
 	@$(TOP)/selftests/run_debug_tests.sh --smoke
 

@@ -16,7 +16,7 @@
 # --smoke (make check-debug-smoke, which .ci/run runs after make check):
 # the data path, zero copy, sharing and fault tests on one node over rxe,
 # sized for the debug kernel, within HPS_SMOKE_TIMEOUT (900 s) in the
-# guest; with the kernel's build, about 20 minutes on a fresh machine.
+# guest; with the kernel's build, about 25 minutes on a fresh machine.
 set -u
 smoke=
 [ "${1:-}" = --smoke ] && smoke=1
@@ -31,11 +31,20 @@ obj=$build/debug-kernel/obj
 tree=$build/debug-kernel/tree
 
 say "copying the tree to $tree and building its modules for $release"
+# Sources only, into an empty directory: no build products, no git, no
+# build/ (shared by symlink). A build product copied from the tree, or
+# left from an earlier copy, passes for up to date: modules.order names
+# the tree's af_hps.ko by its absolute path, and kbuild in the copy then
+# relinked the tree's module for this kernel and left the copy's own
+# module as it was, so the tests loaded an af_hps.ko that predated the
+# sources they were meant to test.
+rm -rf "$tree"
 mkdir -p "$tree"
-# Sources only: no build products, no git, no build/ (shared by symlink).
 tar -C "$top" --exclude=./build --exclude=./.git --exclude='*.ko' \
-	--exclude='*.o' --exclude='*.mod*' --exclude='.*.cmd' -cf - . |
-	tar -C "$tree" -xf - || exit 1
+	--exclude='*.o' --exclude='*.mod*' --exclude='.*.cmd' \
+	--exclude='*.order' --exclude='*.symvers' \
+	--exclude=./selftests/install-tree --exclude=./selftests/install-tree.log \
+	-cf - . | tar -C "$tree" -xf - || exit 1
 ln -sfn "$build" "$tree/build"
 # The kselftest harness's per-test timeouts (30 s unless a test says
 # otherwise) are for Debian's kernel; this one runs several times slower

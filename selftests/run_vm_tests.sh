@@ -23,6 +23,16 @@ rm -f "$res/times.all"
 configs=${HPS_CONFIGS:-1:rxe 2:rxe 1:siw 2:siw}
 timeout=${HPS_CHECK_TIMEOUT:-2400}
 
+# run_guest.sh reads a test's "hps-configs:" and "hps-nodes:" markers in
+# its first 60 lines only; one further down would go unseen.
+late=$(grep -n -E 'hps-(configs|nodes):' "$top"/selftests/{hps,final}_*.{c,sh} \
+	2>/dev/null | awk -F: '$2 > 60 { print $1 ":" $2 }')
+if [ -n "$late" ]; then
+	echo "run_vm_tests: markers past line 60, which run_guest.sh does not read:"
+	echo "$late"
+	exit 1
+fi
+
 pass=0 fail=0 skip=0
 failed=()
 times=()
