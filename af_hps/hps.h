@@ -694,6 +694,7 @@ int hps_release(struct socket *sock);
 void __hps_abort(struct hps_sock *hs, int err, bool send_abort,
 		 enum hps_abort_why why, unsigned long ip);
 void hps_teardown(struct hps_sock *hs, unsigned long work);
+void hps_update_state(struct hps_sock *hs);
 void __hps_conn_error(struct hps_sock *hs, int err, enum hps_abort_why why,
 		      unsigned long ip);
 

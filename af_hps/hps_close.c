@@ -218,8 +218,21 @@ struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err)
 	return __hps_teardown(hs);
 }
 
-/* Move the state along the TCP diagram from the FIN flags. */
-static void hps_update_state(struct hps_sock *hs)
+/**
+ * hps_update_state() - move the state along the TCP diagram from the FINs
+ * @hs: the socket
+ *
+ * The connection thread does this when a FIN is received or the send of
+ * ours has completed, and shutdown() when it queues ours. recvmsg() does
+ * it too as it returns the end of the stream, so that a reader that has
+ * seen it finds the socket in CLOSE_WAIT (HPS_INFO, sock_diag), as on
+ * TCP. (TCP is in CLOSE_WAIT from the moment the FIN arrives; here, until
+ * a read or the connection thread gets to it, the state can still say
+ * ESTABLISHED after poll() has reported POLLRDHUP.)
+ *
+ * Context: process, socket lock held.
+ */
+void hps_update_state(struct hps_sock *hs)
 {
 	struct sock *sk = &hs->sk;
 	bool out = test_bit(HPS_F_FIN_PENDING, &hs->flags);

@@ -420,8 +420,10 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 			test_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
 		if (!owned) {
 			/* As TCP's SOCK_DONE: a FIN read is EOF, whatever came after. */
-			if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
+			if (test_bit(HPS_F_FIN_RCVD, &hs->flags)) {
+				hps_update_state(hs);
 				break;
+			}
 			if (sk->sk_err) {
 				err = copied ? 0 : sock_error(sk);
 				break;
