@@ -151,6 +151,7 @@ TEST(options_set_and_read_back_as_tcp)
 	int hfd = socket(AF_HPS, SOCK_STREAM, 0);
 	int tfd = socket(AF_INET, SOCK_STREAM, 0);
 	int cfd, afd;
+	char b[5];
 
 	ASSERT_GE(hfd, 0);
 	ASSERT_GE(tfd, 0);
@@ -163,11 +164,7 @@ TEST(options_set_and_read_back_as_tcp)
 	compare_with_tcp(_metadata, afd, tfd);
 	/* still a working connection */
 	ASSERT_EQ(5, send(cfd, "hello", 5, 0));
-	{
-		char b[5];
-
-		ASSERT_EQ(5, recv(afd, b, 5, MSG_WAITALL));
-	}
+	ASSERT_EQ(5, recv(afd, b, 5, MSG_WAITALL));
 	close(cfd);
 	close(afd);
 	close(tfd);
@@ -187,7 +184,8 @@ static void expect_defaults(struct __test_metadata *_metadata, int fd,
 TEST(defaults_follow_the_sysctls)
 {
 	long ms = rd_sysctl("keepalive_ms"), probes = rd_sysctl("keepalive_probes");
-	int fd, cfd, afd;
+	struct sockaddr_in sin;
+	int fd, cfd, afd, port, l;
 
 	ASSERT_GE(ms, 0);
 	fd = socket(AF_HPS, SOCK_STREAM, 0);
@@ -224,26 +222,18 @@ TEST(defaults_follow_the_sysctls)
 	close(afd);
 	/* an application's SO_KEEPALIVE is kept at connect */
 	ASSERT_EQ(0, wr_sysctl("keepalive_ms", 0));
-	{
-		int port, l = hps_listener(&port, 4);
-
-		ASSERT_GE(l, 0);
-		fd = socket(AF_HPS, SOCK_STREAM, 0);
-		EXPECT_EQ(0, seti(fd, SOL_SOCKET, SO_KEEPALIVE, 1));
-		{
-			struct sockaddr_in sin;
-
-			hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
-			EXPECT_EQ(0, connect(fd, (struct sockaddr *)&sin,
-					     sizeof(sin)));
-		}
-		EXPECT_EQ(1, geti(fd, SOL_SOCKET, SO_KEEPALIVE));
-		afd = accept(l, NULL, NULL);
-		EXPECT_EQ(0, geti(afd, SOL_SOCKET, SO_KEEPALIVE));
-		close(afd);
-		close(fd);
-		close(l);
-	}
+	l = hps_listener(&port, 4);
+	ASSERT_GE(l, 0);
+	fd = socket(AF_HPS, SOCK_STREAM, 0);
+	EXPECT_EQ(0, seti(fd, SOL_SOCKET, SO_KEEPALIVE, 1));
+	hps_sin(&sin, hps_env("HPS_SELF", "127.0.0.1"), port);
+	EXPECT_EQ(0, connect(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(1, geti(fd, SOL_SOCKET, SO_KEEPALIVE));
+	afd = accept(l, NULL, NULL);
+	EXPECT_EQ(0, geti(afd, SOL_SOCKET, SO_KEEPALIVE));
+	close(afd);
+	close(fd);
+	close(l);
 	ASSERT_EQ(0, wr_sysctl("keepalive_ms", ms));
 	ASSERT_EQ(0, wr_sysctl("keepalive_probes", probes));
 }
@@ -354,11 +344,13 @@ static void *write_until_error(void *arg)
  */
 TEST(user_timeout_ends_a_writer_nobody_reads)
 {
+	static char sink[1 << 16];
 	struct writer w = { 0 };
 	long ut0 = stat_value("user_timeouts");
 	pthread_t th;
 	int cfd, afd;
 	double t0, waited;
+	ssize_t r;
 
 	ASSERT_GE(ut0, 0);
 	ASSERT_EQ(0, hps_pair(&cfd, &afd));
@@ -383,15 +375,10 @@ TEST(user_timeout_ends_a_writer_nobody_reads)
 	EXPECT_LT(waited, 4.0);
 	EXPECT_EQ(ut0 + 1, stat_value("user_timeouts"));
 	/* the peer was reset */
-	{
-		static char sink[1 << 16];
-		ssize_t r;
-
-		while ((r = recv(afd, sink, sizeof(sink), 0)) > 0)
-			;
-		EXPECT_EQ(-1, r);
-		EXPECT_EQ(ECONNRESET, errno);
-	}
+	while ((r = recv(afd, sink, sizeof(sink), 0)) > 0)
+		;
+	EXPECT_EQ(-1, r);
+	EXPECT_EQ(ECONNRESET, errno);
 	close(cfd);
 	close(afd);
 }
@@ -435,7 +422,7 @@ TEST(user_timeout_spares_a_live_stream)
 {
 	static char buf[1 << 16], sink[1 << 16];
 	long long got = 0, total = 32LL << 20;
-	int cfd, afd, i;
+	int cfd, afd, i, st;
 	ssize_t r;
 	pid_t pid;
 
@@ -462,12 +449,8 @@ TEST(user_timeout_spares_a_live_stream)
 			usleep(300000);	/* a slow reader is progress too */
 	}
 	EXPECT_EQ(total + 1, got);
-	{
-		int st;
-
-		ASSERT_EQ(pid, waitpid(pid, &st, 0));
-		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	EXPECT_EQ(0, geti(cfd, SOL_SOCKET, SO_ERROR));
 	close(cfd);
 	close(afd);
