@@ -44,23 +44,38 @@ verbs_once() {
 	[ "$rc" = 0 ] && grep -E '^ *4096 +100 ' /tmp/verbs.out
 }
 # Three tries, each failure shown with the server's side. perftest's own
-# client crashes now and then as it connects through rdma_cm: a general
-# protection fault inside librdmacm (exit status 139; the kernel logs
-# "traps: ib_send_bw[...] general protection fault ... in librdmacm.so",
-# seen on two nodes over rxe, 2026-11-25), which is what CI's failure over
-# siw looked like too (its header, then nothing). It is perftest's, not
-# the test bed's nor AF_HPS's: the next try, on a fresh port, passes.
-# The crash is on perftest's error path: on 2026-11-26 the client first
-# printed "RDMA_CM_EVENT_REJECTED; error: 8" (IB_CM_REJ_INVALID_SERVICE_ID:
-# no listener matched its request), although 'rdma resource show' had
-# shown the server's cm_id listening on the port, then died (status 139).
+# client and server race over rdma_cm (-R) on two nodes: the client
+# connects twice, first for its parameter exchange, then for the test's
+# QP, and the server destroys its listening cm_id after the first
+# connection and creates a new one for the second. A client whose second
+# REQ arrives in between gets a REJ with IB_CM_REJ_INVALID_SERVICE_ID
+# ("RDMA_CM_EVENT_REJECTED; error: 8": no listener) and then crashes on
+# that error path, a general protection fault inside librdmacm (exit
+# status 139; "traps: ib_send_bw[...] general protection fault ... in
+# librdmacm.so"). Seen with the ib_cma and rdma_cma trace events on both
+# nodes (2026-11-26): listener destroyed at 200.742 s, the new one at
+# 201.117, the second REQ received at 201.121, 4 ms later, in a run that
+# passed. It is perftest's (4.5), not the test bed's nor AF_HPS's; it
+# happens most after hps_link.sh, and the next try, on a fresh port, passes.
+# What rdma_cm saw, for a failed try: the RDMA devices and their GIDs'
+# netdevs, the cm_ids left, the neighbour entries.
+verbs_state() {
+	rdma link show
+	rdma resource show cm_id
+	ip -br addr show
+	ip neigh show
+}
 verbs() {
 	local port
 	for port in 18515 18516 18517; do
 		verbs_once "$port" && return 0
 		sed 's/^/# client: /' /tmp/verbs.out
 		sed 's/^/# server: /' /tmp/verbs.srv 2>/dev/null
-		echo "# try on port $port failed"
+		echo "# try on port $port failed; the devices, cm_ids and neighbours:"
+		verbs_state 2>&1 | sed 's/^/# node 1: /'
+		[ "$HPS_NODES" = 2 ] &&
+			hps-vm-peer bash -c "$(declare -f verbs_state); verbs_state" 2>&1 |
+			sed 's/^/# node 2: /'
 	done
 	return 1
 }
