@@ -19,8 +19,9 @@
  *
  *   hps_dev_mutex                    the device list (never taken under
  *                                    hps_sock.lock)
- *   hps_connd.lock (spin, IRQ)       the connection thread's event lists
- *                                    (leaf lock; QP events take it in
+ *   hps_connd_lock (spin, IRQ)       every socket's connection work:
+ *                                    its event list, work bits and queued
+ *                                    flag (leaf lock; QP events take it in
  *                                    hard-IRQ context on some drivers)
  *   hps_reg_cache.lock (spin)        a namespace's registration cache
  *                                    (leaf lock; process context and MMU
@@ -36,8 +37,10 @@
  *
  * CQ completion handlers run in softirq (IB_POLL_SOFTIRQ) and only take
  * hps_sock.lock. The rdma_cm event handler takes no socket lock: it copies
- * the event and hands it to the connection thread (hps_connd), which is
- * the only context that destroys cm_ids and QPs of connections.
+ * the event and hands it to the socket's connection work (hps_connd_work()
+ * on the hps_connd workqueue), which is the only context that destroys
+ * cm_ids and QPs of connections. A socket's connection work runs on one
+ * CPU at a time; different sockets' run in parallel.
  */
 #ifndef _HPS_H
 #define _HPS_H
@@ -271,8 +274,9 @@ enum {
 	HPS_F_NBITS		/* at most BITS_PER_LONG (hps_flags_reset()) */
 };
 
-/* connd work bits (hps_sock.connd_work) */
+/* connection work bits (hps_sock.connd_work) */
 enum {
+	HPS_W_ACCEPT,		/* passive side: QP, buffers, rdma_accept() */
 	HPS_W_TEARDOWN,		/* disconnect, drain and destroy */
 	HPS_W_STATE,		/* a FIN went out or came in */
 	HPS_W_QP_ERROR,		/* a fatal QP event (any context, hard IRQ too) */
@@ -298,11 +302,16 @@ enum {
  *		 child: entry in its listener's list. Listener's socket lock.
  * @accept_node: see @accept_list
  * @npending: listener: children between CONNECT_REQUEST and ESTABLISHED
- * @connd_node: entry in the connection thread's socket list
- * @connd_work: HPS_W_* bits for the connection thread
+ * @connd_wi: the socket's connection work (hps_connd_work()); while
+ *	      queued it holds a socket reference
+ * @connd_events: rdma_cm events for it (struct hps_cm_ev), in order
+ * @connd_work: HPS_W_* bits for it
+ * @connd_queued: @connd_wi is queued or running and will look at
+ *		  @connd_events and @connd_work again before it ends
+ *		  (the three under hps_connd_lock)
  * @connect_work: calls rdma_connect(), which may block for a long time
  *		  (siw connects a TCP socket synchronously), outside the
- *		  connection thread and without the socket lock
+ *		  connection work and without the socket lock
  * @port_hold: active side: a TCP socket holding the local port in the TCP
  *	       stack until rdma_connect() has run (see hps_cm_hold_port());
  *	       socket lock
@@ -415,8 +424,10 @@ struct hps_sock {
 	struct list_head	accept_list;
 	struct list_head	accept_node;
 	int			npending;
-	struct list_head	connd_node;
+	struct work_struct	connd_wi;
+	struct list_head	connd_events;
 	unsigned long		connd_work;
+	bool			connd_queued;
 	struct work_struct	connect_work;
 	struct socket		*port_hold;
 	struct timer_list	nudge_timer;
@@ -578,6 +589,7 @@ void hps_set_state(struct sock *sk, int state);
 int hps_connd_start(void);
 void hps_connd_stop(void);
 void hps_connd_kick(struct hps_sock *hs, int work);
+void hps_connect_queue(struct hps_sock *hs);
 void hps_flags_reset(struct hps_sock *hs);
 int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			  struct sock *sk);
@@ -604,6 +616,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		    const void *pdata, u8 pdata_len, struct sock *sk);
 void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id);
 void hps_cm_connect_work(struct work_struct *work);
+void hps_cm_accept_work(struct hps_sock *hs);
 void hps_cm_release_port(struct hps_sock *hs);
 struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs);
 
@@ -911,6 +924,7 @@ enum hps_inject_point {
 	HPS_INJ_ZC_TX_POST,	/* zero-copy send registered, not posted */
 	HPS_INJ_ZC_RD_DONE,	/* an RDMA Read's completion handled late */
 	HPS_INJ_RESOLVE,	/* a connect's address resolution: its timeout */
+	HPS_INJ_ACCEPT_SETUP,	/* one accepted child's setup (once) */
 };
 
 /* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */
@@ -919,6 +933,8 @@ enum hps_inject_point {
 #ifdef HPS_INJECT
 unsigned int hps_inject_ms(enum hps_inject_point point);
 void hps_inject_sleep(enum hps_inject_point point);
+void hps_inject_sleep_once(enum hps_inject_point point);
+void hps_inject_connd(bool start);
 void hps_inject_wait_change(enum hps_inject_point point, const u32 *val);
 int hps_inject_qp_event(struct hps_sock *hs);
 void hps_inject_init(struct hps_sock *hs);
@@ -934,6 +950,14 @@ static inline unsigned int hps_inject_ms(enum hps_inject_point point)
 }
 
 static inline void hps_inject_sleep(enum hps_inject_point point)
+{
+}
+
+static inline void hps_inject_sleep_once(enum hps_inject_point point)
+{
+}
+
+static inline void hps_inject_connd(bool start)
 {
 }
 

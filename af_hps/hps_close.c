@@ -5,8 +5,8 @@
  * Shutdown, close, abort and teardown.
  *
  * A graceful close queues a FIN behind the data; once the FIN has
- * completed (the peer has it) an orphaned socket is torn down by the
- * connection thread: rdma_disconnect(), ib_drain_qp(), unmap the buffers,
+ * completed (the peer has it) an orphaned socket is torn down by its
+ * connection work: rdma_disconnect(), ib_drain_qp(), unmap the buffers,
  * rdma_destroy_qp(), give back the CQ reservation, rdma_destroy_id(). The
  * same happens to an open socket once both FINs went through, or when the
  * peer disconnects. An abort (SO_LINGER 0, unread data at close, protocol
@@ -85,7 +85,7 @@ void __hps_abort(struct hps_sock *hs, int err, bool send_abort,
  * after a failed connect()). One that was up keeps them until the socket
  * is freed: its received data can still be read.
  *
- * Context: process (the connection thread, or hps_cm_connect_work()),
+ * Context: process (the connection work, or hps_cm_connect_work()),
  * socket lock held.
  * Return: the cm_id, which the caller destroys (then drops the id's
  * socket reference) after releasing the socket lock; or NULL.
@@ -153,7 +153,7 @@ static void hps_child_kill(struct sock *sk)
  * @hs: the child, socket lock held; hs->parent set
  * @established: move it to the accept queue (else it is dropped)
  *
- * Context: connection thread. Takes the listener's lock after the
+ * Context: connection work. Takes the listener's lock after the
  * child's: the two are never held together.
  */
 static void hps_child_detach(struct hps_sock *hs, bool established)
@@ -185,7 +185,7 @@ static void hps_child_detach(struct hps_sock *hs, bool established)
  * hps_child_established() - a passive connection is up
  * @hs: the child, socket lock held
  *
- * Context: connection thread.
+ * Context: connection work.
  */
 void hps_child_established(struct hps_sock *hs)
 {
@@ -198,7 +198,7 @@ void hps_child_established(struct hps_sock *hs)
  * @hs: the socket, socket lock held
  * @err: positive errno for SO_ERROR (0: none)
  *
- * Context: connection thread.
+ * Context: connection work.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
  */
 struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err)
@@ -222,12 +222,12 @@ struct rdma_cm_id *hps_fail(struct hps_sock *hs, int err)
  * hps_update_state() - move the state along the TCP diagram from the FINs
  * @hs: the socket
  *
- * The connection thread does this when a FIN is received or the send of
+ * The connection work does this when a FIN is received or the send of
  * ours has completed, and shutdown() when it queues ours. recvmsg() does
  * it too as it returns the end of the stream, so that a reader that has
  * seen it finds the socket in CLOSE_WAIT (HPS_INFO, sock_diag), as on
  * TCP. (TCP is in CLOSE_WAIT from the moment the FIN arrives; here, until
- * a read or the connection thread gets to it, the state can still say
+ * a read or the connection work gets to it, the state can still say
  * ESTABLISHED after poll() has reported POLLRDHUP.)
  *
  * Context: process, socket lock held.
@@ -259,11 +259,11 @@ void hps_update_state(struct hps_sock *hs)
 }
 
 /**
- * hps_teardown() - connection thread work: state changes and teardown
+ * hps_teardown() - connection work: state changes and teardown
  * @hs: the socket
  * @work: HPS_W_* bits
  *
- * Context: connection thread; takes the socket lock.
+ * Context: connection work; takes the socket lock.
  */
 void hps_teardown(struct hps_sock *hs, unsigned long work)
 {

@@ -3,12 +3,13 @@
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
  * Connection management with rdma_cm: bind, listen, connect, accept and
- * the rdma_cm event processing, which runs in the connection thread.
+ * the rdma_cm event processing, which runs in each socket's connection
+ * work (hps_core.c).
  *
- * The rdma_cm event handler only copies the event (with a socket
- * reference) to the connection thread and returns 0; it returns non-zero
- * only for a CONNECT_REQUEST it could not queue, whose new id the core
- * then destroys. The connection thread accepts or rejects every new id
+ * The rdma_cm event handler only copies the event to the socket's
+ * connection work and returns 0; it returns non-zero only for a
+ * CONNECT_REQUEST it could not queue, whose new id the core then
+ * destroys. The connection work accepts or rejects every new id
  * it is given, and destroys ids (never from within their own handler).
  *
  * Active side: connect -> rdma_resolve_addr -> ADDR_RESOLVED ->
@@ -164,7 +165,7 @@ static int hps_cm_ensure_id(struct sock *sk, bool *created)
  * socket that was only bound (it keeps its address: listen() and
  * connect() bind a new id to it, or fail with EADDRNOTAVAIL).
  *
- * Context: connection thread (HPS_W_DEV_GONE), socket lock held.
+ * Context: connection work (HPS_W_DEV_GONE), socket lock held.
  * Return: the id to destroy after releasing the socket lock, or NULL.
  */
 struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
@@ -186,6 +187,13 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
 	if (sk->sk_state == TCP_SYN_SENT) {
 		trace_hps_conn_connect(hs, RDMA_CM_EVENT_DEVICE_REMOVAL, 0,
 				       ENETUNREACH);
+		return hps_fail(hs, ENETUNREACH);
+	}
+	if (hs->parent) {
+		/* a child not set up yet: dropped, with its id */
+		trace_hps_conn_accept(hs, id, HPS_ACC_FAILED,
+				      RDMA_CM_EVENT_DEVICE_REMOVAL, 0,
+				      ENETUNREACH);
 		return hps_fail(hs, ENETUNREACH);
 	}
 	hs->cm_id = NULL;
@@ -721,13 +729,18 @@ static void hps_conn_param(struct rdma_conn_param *p, struct hps_hello *h)
 	p->rnr_retry_count = 7;
 }
 
-/* CONNECT_REQUEST on listener @lsk: a child for @id, or reject it. */
+/*
+ * CONNECT_REQUEST on listener @lsk: a child for @id, or reject it. Only
+ * what needs the listener is done here, under its lock: the backlog, the
+ * child and its options, the hello. The child's QP, buffers and
+ * rdma_accept() come in its own connection work (hps_cm_accept_work()),
+ * so that the listener takes the next request meanwhile.
+ * Context: the listener's connection work.
+ */
 static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 			    const void *pdata, u8 pdata_len)
 {
 	struct hps_sock *lhs = hps_sk(lsk), *chs;
-	struct rdma_conn_param param;
-	struct hps_hello hello;
 	struct sock *sk;
 	int err;
 
@@ -743,7 +756,13 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sk = hps_sock_alloc(sock_net(lsk), NULL, lsk->sk_kern_sock);
 	if (!sk) {
 		err = -ENOMEM;
-		goto reject_err;
+		hps_stat_inc(sock_net(lsk), HPS_STAT_ACCEPT_ERRORS);
+		trace_hps_conn_accept(lhs, id, HPS_ACC_SETUP,
+				      RDMA_CM_EVENT_CONNECT_REQUEST, err,
+				      ECONNREFUSED);
+		pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
+				    err);
+		goto reject;
 	}
 	chs = hps_sk(sk);
 	sk->sk_rcvbuf = lsk->sk_rcvbuf;
@@ -776,65 +795,31 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	}
 	sock_hold(sk);		/* the cm_id's reference */
 	chs->cm_id = id;
-	/* Its events go to the child from now on (the handler reads it). */
-	rdma_lock_handler(id);
-	id->context = sk;
-	rdma_unlock_handler(id);
-	err = hps_wr_setup(chs, id);
-	if (err)
-		goto out_teardown;
-	set_bit(HPS_F_CONN_UP, &chs->flags);
-	hps_hello_fill(chs, &hello);
-	hps_conn_param(&param, &hello);
-	/*
-	 * rdma_accept() wants the id's handler mutex, which its event
-	 * handler runs under; we are not in the handler (events come here
-	 * through connd), so take it. The handler only queues events and
-	 * never waits for connd, so holding it here cannot deadlock.
-	 */
-	rdma_lock_handler(id);
-	err = rdma_accept(id, &param);
-	rdma_unlock_handler(id);
-	if (err)
-		goto out_teardown;
-	set_bit(HPS_F_QP_READY, &chs->flags);
-	memcpy(&chs->local, &id->route.addr.src_addr, sizeof(chs->local));
-	memcpy(&chs->peer, &id->route.addr.dst_addr, sizeof(chs->peer));
 	sock_hold(lsk);		/* the child's reference on its listener */
 	chs->parent = lsk;
 	lhs->npending++;
+	memcpy(&chs->local, &id->route.addr.src_addr, sizeof(chs->local));
+	memcpy(&chs->peer, &id->route.addr.dst_addr, sizeof(chs->peer));
 	trace_hps_sock_state(chs, sk->sk_state, TCP_SYN_RECV);
 	sk->sk_state = TCP_SYN_RECV;
-	trace_hps_conn_accept(chs, id, HPS_ACC_ACCEPTED,
-			      RDMA_CM_EVENT_CONNECT_REQUEST, 0, 0);
 	release_sock(sk);
 	release_sock(lsk);
-	hps_stat_inc(sock_net(sk), HPS_STAT_CONN_PASSIVE);
+	/*
+	 * The id's events go to the child from now on (the handler reads
+	 * the context under this mutex), then the child sets itself up;
+	 * events that come before that wait behind it (hps_connd_work()).
+	 * Once the context is the child, an event (the peer gave up, the
+	 * device goes) can have the child's work drop it, and free it,
+	 * before the kick: hold it until then.
+	 */
+	sock_hold(sk);
+	rdma_lock_handler(id);
+	id->context = sk;
+	rdma_unlock_handler(id);
+	hps_connd_kick(chs, HPS_W_ACCEPT);
+	sock_put(sk);
 	return;
 
-out_teardown:
-	hps_stat_inc(sock_net(sk), HPS_STAT_ACCEPT_ERRORS);
-	trace_hps_conn_accept(chs, id, HPS_ACC_SETUP,
-			      RDMA_CM_EVENT_CONNECT_REQUEST, err, ECONNREFUSED);
-	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
-			    err);
-	hps_wr_teardown(chs);
-	/* never up: its buffers and their charge go now, not at its end */
-	hps_wr_free_bufs(chs);
-	chs->cm_id = NULL;
-	release_sock(sk);
-	release_sock(lsk);
-	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-	hps_cm_destroy_id(sk, id);
-	sock_put(sk);		/* the child's own reference: frees it */
-	return;
-
-reject_err:
-	hps_stat_inc(sock_net(lsk), HPS_STAT_ACCEPT_ERRORS);
-	trace_hps_conn_accept(lhs, id, HPS_ACC_SETUP,
-			      RDMA_CM_EVENT_CONNECT_REQUEST, err, ECONNREFUSED);
-	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
-			    err);
 reject:
 	release_sock(lsk);
 	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
@@ -842,14 +827,95 @@ reject:
 }
 
 /**
+ * hps_cm_accept_work() - set up an accepted child and accept its request
+ * @hs: the child, in SYN_RECV with its cm_id and its listener (parent)
+ *
+ * The QP, the buffers and their receives, then rdma_accept() with our
+ * hello; the child goes to its listener's accept queue at ESTABLISHED.
+ * A child whose listener was closed meanwhile, or whose setup fails, is
+ * rejected and dropped, as one the listener had no room for.
+ *
+ * Context: the child's connection work (%HPS_W_ACCEPT); takes the child's
+ * socket lock, never the listener's (but through hps_fail()).
+ */
+void hps_cm_accept_work(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+	struct rdma_cm_id *id, *destroy = NULL;
+	struct rdma_conn_param param;
+	struct hps_hello hello;
+	bool rejected = false;
+	int err;
+
+	might_sleep();
+	lock_sock(sk);
+	id = hs->cm_id;
+	/* once, and not for a child dropped already (device removal) */
+	if (!id || hs->qp || !hs->parent ||
+	    test_bit(HPS_F_ABORTED, &hs->flags))
+		goto out;
+	hps_inject_sleep_once(HPS_INJ_ACCEPT_SETUP);
+	if (READ_ONCE(hs->parent->sk_state) != TCP_LISTEN)
+		goto dropped;
+	err = hps_wr_setup(hs, id);
+	if (err)
+		goto fail_setup;
+	/* and again: the setup may have slept for a while */
+	if (READ_ONCE(hs->parent->sk_state) != TCP_LISTEN)
+		goto dropped;
+	set_bit(HPS_F_CONN_UP, &hs->flags);
+	hps_hello_fill(hs, &hello);
+	hps_conn_param(&param, &hello);
+	/*
+	 * rdma_accept() wants the id's handler mutex, which its event
+	 * handler runs under; we are not in the handler (events come here
+	 * through the connection work), so take it. The handler only queues
+	 * events and never waits for this work, so this cannot deadlock.
+	 */
+	rdma_lock_handler(id);
+	err = rdma_accept(id, &param);
+	rdma_unlock_handler(id);
+	if (err) {
+		rejected = true;	/* rdma_accept() rejected the request */
+		goto fail_setup;
+	}
+	set_bit(HPS_F_QP_READY, &hs->flags);
+	trace_hps_conn_accept(hs, id, HPS_ACC_ACCEPTED,
+			      RDMA_CM_EVENT_CONNECT_REQUEST, 0, 0);
+	hps_stat_inc(sock_net(sk), HPS_STAT_CONN_PASSIVE);
+	goto out;
+
+dropped:
+	hps_stat_inc(sock_net(sk), HPS_STAT_LISTEN_DROPS);
+	trace_hps_conn_accept(hs, id, HPS_ACC_BACKLOG,
+			      RDMA_CM_EVENT_CONNECT_REQUEST, 0, ECONNREFUSED);
+	goto fail;
+
+fail_setup:
+	hps_stat_inc(sock_net(sk), HPS_STAT_ACCEPT_ERRORS);
+	trace_hps_conn_accept(hs, id, HPS_ACC_SETUP,
+			      RDMA_CM_EVENT_CONNECT_REQUEST, err, ECONNREFUSED);
+	pr_info_ratelimited("connection request rejected: setup failed (%d)\n",
+			    err);
+fail:
+	if (!rejected)
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	/* dropped: its own teardown destroys the id and frees it */
+	destroy = hps_fail(hs, 0);
+out:
+	release_sock(sk);
+	hps_cm_destroy_id(sk, destroy);
+}
+
+/**
  * hps_cm_connect_work() - send the connect request
  * @work: hps_sock.connect_work
  *
  * rdma_connect() may block for as long as a TCP connect (siw), so it runs
- * here, without the socket lock and outside the connection thread. While
- * HPS_F_CONNECTING is set the id and QP stay (teardown is deferred).
+ * here, without the socket lock and outside the socket's connection work.
+ * While HPS_F_CONNECTING is set the id and QP stay (teardown is deferred).
  *
- * Context: process (system_unbound_wq).
+ * Context: process (hps_connect workqueue, hps_connect_queue()).
  */
 void hps_cm_connect_work(struct work_struct *work)
 {
@@ -954,7 +1020,7 @@ static int hps_cm_errno(int event, int status)
 }
 
 /**
- * hps_cm_process() - handle one rdma_cm event in the connection thread
+ * hps_cm_process() - handle one rdma_cm event in the connection work
  * @id: the event's cm_id
  * @event: enum rdma_cm_event_type
  * @status: the event's status
@@ -962,7 +1028,7 @@ static int hps_cm_errno(int event, int status)
  * @pdata_len: its length
  * @sk: the socket (listener for CONNECT_REQUEST); the caller holds a ref
  *
- * Context: connection thread.
+ * Context: the connection work of @sk.
  */
 void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		    const void *pdata, u8 pdata_len, struct sock *sk)
@@ -1005,7 +1071,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		}
 		set_bit(HPS_F_CONNECTING, &hs->flags);
 		sock_hold(sk);	/* put by hps_cm_connect_work() */
-		queue_work(system_unbound_wq, &hs->connect_work);
+		hps_connect_queue(hs);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (test_bit(HPS_F_ACTIVE, &hs->flags)) {

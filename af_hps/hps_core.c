@@ -2,29 +2,28 @@
 /*
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
- * Socket state and the connection thread.
+ * Socket state and the connection work.
  *
  * Lifetime: a struct hps_sock is freed when its sk_refcnt drops to zero.
  * References are held by the struct socket (until release), by the cm_id
- * (from hps_cm_create_id() until connd destroys the id), by every event
- * queued for the connection thread and by a listener's pending and
+ * (from hps_cm_create_id() until connd destroys the id), by its queued
+ * or running connection work and by a listener's pending and
  * accept-queued children (through the child's parent pointer the other way
  * round). A QP only exists while its cm_id does, and the QP is drained
  * before it is destroyed, so completion handlers, which find the socket
  * through wc->qp->qp_context, always see a live socket.
  *
  * Locking order: socket lock -> hps_sock.lock (BH) -> hps_dev.lock (BH);
- * hps_connd.lock is a leaf, taken with interrupts off: QP events, which
- * hand work to the connection thread, come in hard-IRQ context from some
+ * hps_connd_lock is a leaf, taken with interrupts off: QP events, which
+ * hand work to the connection work, come in hard-IRQ context from some
  * drivers. See hps.h for what each lock protects.
  */
 
 #define KMSG_COMPONENT "af_hps"
 #define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
 
-#include <linux/kthread.h>
 #include <linux/slab.h>
-#include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <net/tcp_states.h>
 
 #include "hps.h"
@@ -33,10 +32,9 @@
 #include "hps_trace.h"
 
 /**
- * struct hps_cm_ev - an rdma_cm event copied for the connection thread
- * @list: entry in hps_connd.events
+ * struct hps_cm_ev - an rdma_cm event copied for a socket's connection work
+ * @list: entry in hps_sock.connd_events
  * @id: the cm_id of the event (for CONNECT_REQUEST the new id)
- * @sk: the socket of @id->context; holds a reference
  * @event: enum rdma_cm_event_type
  * @status: event status
  * @pdata_len: bytes in @pdata
@@ -45,7 +43,6 @@
 struct hps_cm_ev {
 	struct list_head	list;
 	struct rdma_cm_id	*id;
-	struct sock		*sk;
 	int			event;
 	int			status;
 	u8			pdata_len;
@@ -53,17 +50,27 @@ struct hps_cm_ev {
 };
 
 /*
- * The connection thread: rdma_cm handlers and CQ handlers hand it work
- * through these lists; it runs it in process context where it may sleep,
- * take socket locks and destroy cm_ids.
+ * Connection work: rdma_cm handlers, CQ handlers, timers and system calls
+ * hand a socket work through hps_sock.connd_events and .connd_work; the
+ * socket's own work item (hps_sock.connd_wi) runs it on this workqueue in
+ * process context, where it may sleep, take the socket lock and destroy
+ * cm_ids. One socket's work runs on one CPU at a time, in the order it
+ * was handed over; different sockets' run in parallel, so that a slow
+ * setup (siw connects a TCP socket; a namespace's device going away)
+ * holds up nobody else. WQ_MEM_RECLAIM: teardown frees memory.
  */
-static struct {
-	struct task_struct	*task;
-	spinlock_t		lock;		/* both lists; IRQ-safe */
-	struct list_head	events;		/* struct hps_cm_ev */
-	struct list_head	socks;		/* hps_sock.connd_node */
-	wait_queue_head_t	wq;
-} hps_connd;
+static struct workqueue_struct *hps_connd_wq;
+static DEFINE_SPINLOCK(hps_connd_lock);	/* see hps.h */
+
+/*
+ * rdma_connect() of the active side (hps_cm_connect_work()), which over
+ * iWARP connects a TCP socket and may block that long, on a workqueue of
+ * its own: a blocked connect never holds up another socket's connection
+ * work, teardown (which frees memory) above all.
+ */
+static struct workqueue_struct *hps_connect_wq;
+
+static void hps_connd_work(struct work_struct *work);
 
 /*
  * A closed socket whose FIN the peer does not take (it never returns
@@ -106,7 +113,8 @@ void hps_sock_init(struct hps_sock *hs)
 	INIT_LIST_HEAD(&hs->dev_node);
 	INIT_LIST_HEAD(&hs->accept_list);
 	INIT_LIST_HEAD(&hs->accept_node);
-	INIT_LIST_HEAD(&hs->connd_node);
+	INIT_WORK(&hs->connd_wi, hps_connd_work);
+	INIT_LIST_HEAD(&hs->connd_events);
 	INIT_LIST_HEAD(&hs->rx_ready);
 	INIT_WORK(&hs->connect_work, hps_cm_connect_work);
 	sk->sk_destruct = hps_sock_destruct;
@@ -135,7 +143,7 @@ void hps_sock_init(struct hps_sock *hs)
  * @sock: the struct socket to attach, or NULL for an accepted child
  * @kern: kernel socket (no netns reference), as for sk_alloc()
  *
- * Context: process (connection thread for accepted children); may sleep.
+ * Context: process (connection work for accepted children); may sleep.
  * Return: the socket or NULL.
  */
 struct sock *hps_sock_alloc(struct net *net, struct socket *sock, int kern)
@@ -167,8 +175,23 @@ void hps_set_state(struct sock *sk, int state)
 	sk->sk_state_change(sk);
 }
 
+/*
+ * Queue the socket's connection work unless it is queued or running and
+ * will look again. Context: any, hps_connd_lock held.
+ */
+static void hps_connd_queue(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hps_connd_lock);
+	if (hs->connd_queued)
+		return;
+	hs->connd_queued = true;
+	sock_hold(&hs->sk);	/* put by hps_connd_work() */
+	/* not pending: connd_queued was clear, so it is running or done */
+	WARN_ON_ONCE(!queue_work(hps_connd_wq, &hs->connd_wi));
+}
+
 /**
- * hps_connd_kick() - hand socket work to the connection thread
+ * hps_connd_kick() - hand socket work to its connection work
  * @hs: the socket
  * @work: HPS_W_* bit
  *
@@ -178,18 +201,14 @@ void hps_connd_kick(struct hps_sock *hs, int work)
 {
 	unsigned long flags;
 
-	spin_lock_irqsave(&hps_connd.lock, flags);
+	spin_lock_irqsave(&hps_connd_lock, flags);
 	set_bit(work, &hs->connd_work);
-	if (list_empty(&hs->connd_node)) {
-		sock_hold(&hs->sk);	/* put by hps_connd_run() */
-		list_add_tail(&hs->connd_node, &hps_connd.socks);
-	}
-	spin_unlock_irqrestore(&hps_connd.lock, flags);
-	wake_up(&hps_connd.wq);
+	hps_connd_queue(hs);
+	spin_unlock_irqrestore(&hps_connd_lock, flags);
 }
 
 /**
- * hps_connd_queue_event() - copy an rdma_cm event for the connection thread
+ * hps_connd_queue_event() - copy an rdma_cm event for a socket's work
  * @id: the event's cm_id
  * @ev: the event
  * @sk: the socket the id belongs to (the listener for CONNECT_REQUEST)
@@ -201,6 +220,7 @@ void hps_connd_kick(struct hps_sock *hs, int work)
 int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			  struct sock *sk)
 {
+	struct hps_sock *hs = hps_sk(sk);
 	struct hps_cm_ev *e;
 
 	might_sleep();
@@ -209,7 +229,6 @@ int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	if (!e)
 		return -ENOMEM;
 	e->id = id;
-	e->sk = sk;
 	e->event = ev->event;
 	e->status = ev->status;
 	if (ev->param.conn.private_data) {
@@ -217,104 +236,107 @@ int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 				     sizeof(e->pdata));
 		memcpy(e->pdata, ev->param.conn.private_data, e->pdata_len);
 	}
-	sock_hold(sk);		/* put by hps_connd_run() */
-	spin_lock_irq(&hps_connd.lock);
-	list_add_tail(&e->list, &hps_connd.events);
-	spin_unlock_irq(&hps_connd.lock);
-	wake_up(&hps_connd.wq);
+	spin_lock_irq(&hps_connd_lock);
+	list_add_tail(&e->list, &hs->connd_events);
+	hps_connd_queue(hs);
+	spin_unlock_irq(&hps_connd_lock);
 	return 0;
 }
 
-static bool hps_connd_has_work(void)
+/**
+ * hps_connect_queue() - run hps_cm_connect_work() for a socket
+ * @hs: the socket; the caller gave the work a socket reference
+ *
+ * On the module's own workqueue, which module exit drains: the work's
+ * last sock_put() may free the socket and, with it, the module's last
+ * user.
+ *
+ * Context: any.
+ */
+void hps_connect_queue(struct hps_sock *hs)
 {
-	bool ret;
-
-	spin_lock_irq(&hps_connd.lock);
-	ret = !list_empty(&hps_connd.events) || !list_empty(&hps_connd.socks);
-	spin_unlock_irq(&hps_connd.lock);
-	return ret;
+	queue_work(hps_connect_wq, &hs->connect_work);
 }
 
-/* Everything queued for the connection thread. Context: that thread. */
-static void hps_connd_run(void)
+/*
+ * A socket's connection work: an accepted child's setup first (its
+ * events, if any came yet, are about the connection that sets up), then
+ * the rdma_cm events in the order they came, then the other work bits,
+ * until there is none left. Context: hps_connd workqueue.
+ */
+static void hps_connd_work(struct work_struct *work)
 {
-	struct hps_sock *hs;
+	struct hps_sock *hs = container_of(work, struct hps_sock, connd_wi);
 	struct hps_cm_ev *e;
-	unsigned long work;
+	unsigned long bits;
 
-	WARN_ON_ONCE(current != hps_connd.task);
-
+	hps_inject_connd(true);
 	for (;;) {
-		spin_lock_irq(&hps_connd.lock);
-		e = list_first_entry_or_null(&hps_connd.events,
+		spin_lock_irq(&hps_connd_lock);
+		if (test_and_clear_bit(HPS_W_ACCEPT, &hs->connd_work)) {
+			spin_unlock_irq(&hps_connd_lock);
+			hps_cm_accept_work(hs);
+			continue;
+		}
+		e = list_first_entry_or_null(&hs->connd_events,
 					     struct hps_cm_ev, list);
 		if (e) {
 			list_del(&e->list);
-			spin_unlock_irq(&hps_connd.lock);
+			spin_unlock_irq(&hps_connd_lock);
 			hps_cm_process(e->id, e->event, e->status, e->pdata,
-				       e->pdata_len, e->sk);
-			sock_put(e->sk);	/* from hps_connd_queue_event() */
+				       e->pdata_len, &hs->sk);
 			kfree(e);
+			cond_resched();
 			continue;
 		}
-		hs = list_first_entry_or_null(&hps_connd.socks,
-					      struct hps_sock, connd_node);
-		if (!hs) {
-			spin_unlock_irq(&hps_connd.lock);
-			return;
-		}
-		list_del_init(&hs->connd_node);
-		work = xchg(&hs->connd_work, 0);
-		spin_unlock_irq(&hps_connd.lock);
-
-		hps_teardown(hs, work);
-		sock_put(&hs->sk);		/* from hps_connd_kick() */
+		bits = xchg(&hs->connd_work, 0);
+		if (!bits)
+			hs->connd_queued = false;
+		spin_unlock_irq(&hps_connd_lock);
+		if (!bits)
+			break;
+		hps_teardown(hs, bits);
 		cond_resched();
 	}
-}
-
-static int hps_connd_fn(void *unused)
-{
-	while (!kthread_should_stop()) {
-		wait_event_interruptible(hps_connd.wq,
-					 kthread_should_stop() ||
-					 hps_connd_has_work());
-		hps_connd_run();
-	}
-	hps_connd_run();
-	return 0;
+	hps_inject_connd(false);
+	sock_put(&hs->sk);	/* from hps_connd_queue() */
 }
 
 /**
- * hps_connd_start() - start the connection thread
+ * hps_connd_start() - create the connection and connect workqueues
  *
  * Context: module init; may sleep.
- * Return: 0 or -errno.
+ * Return: 0 or -ENOMEM.
  */
 int hps_connd_start(void)
 {
-	struct task_struct *t;
-
-	spin_lock_init(&hps_connd.lock);
-	INIT_LIST_HEAD(&hps_connd.events);
-	INIT_LIST_HEAD(&hps_connd.socks);
-	init_waitqueue_head(&hps_connd.wq);
-	t = kthread_run(hps_connd_fn, NULL, "hps_connd");
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	hps_connd.task = t;
+	might_sleep();
+	hps_connd_wq = alloc_workqueue("hps_connd", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				       WQ_UNBOUND_MAX_ACTIVE);
+	if (!hps_connd_wq)
+		return -ENOMEM;
+	hps_connect_wq = alloc_workqueue("hps_connect", WQ_UNBOUND,
+					 WQ_UNBOUND_MAX_ACTIVE);
+	if (!hps_connect_wq) {
+		destroy_workqueue(hps_connd_wq);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 /**
- * hps_connd_stop() - stop the connection thread after its last work
+ * hps_connd_stop() - run what is queued, then destroy the workqueues
  *
- * Context: module exit; sleeps until the thread is gone.
+ * The connects first: their work may hand a socket's its connection work.
+ *
+ * Context: module exit (no socket is left); sleeps until the last work,
+ * which may have dropped the last socket's last reference, has returned.
  */
 void hps_connd_stop(void)
 {
 	might_sleep();
-	kthread_stop(hps_connd.task);
+	destroy_workqueue(hps_connect_wq);
+	destroy_workqueue(hps_connd_wq);
 }
 
 /**

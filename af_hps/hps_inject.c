@@ -103,6 +103,51 @@ void hps_inject_sleep(enum hps_inject_point point)
 		msleep_interruptible(ms);
 }
 
+/**
+ * hps_inject_sleep_once() - sleep at @point if it is armed, and disarm it
+ * @point: the injection point the caller has reached
+ *
+ * For a point only the first task to pass should stop at (one slow
+ * connection setup among many): the task that disarms it sleeps.
+ *
+ * Context: process, may sleep; no spinlock held.
+ */
+void hps_inject_sleep_once(enum hps_inject_point point)
+{
+	unsigned int ms = hps_inject_ms(point);
+
+	might_sleep();
+	if (ms && cmpxchg(&hps_inject_point, point, HPS_INJ_NONE) == point)
+		msleep_interruptible(ms);
+}
+
+/*
+ * connd_make_it_fail: while it is 1, the connection work runs with
+ * make_it_fail set, so that failslab and fail_page_alloc with task-filter
+ * fail its allocations (and those of the RDMA core it calls) and nobody
+ * else's: debug_failslab.sh. Per task, as /proc/PID/make-it-fail is; the
+ * worker thread is back to 0 when the work ends.
+ */
+static bool hps_inject_connd_fail;
+module_param_named(connd_make_it_fail, hps_inject_connd_fail, bool, 0600);
+MODULE_PARM_DESC(connd_make_it_fail, "test builds: fault injection fails the connection work's allocations");
+
+/**
+ * hps_inject_connd() - the connection work starts or ends
+ * @start: true when it starts, false when it ends
+ *
+ * Context: the connection work (hps_connd_work()).
+ */
+void hps_inject_connd(bool start)
+{
+#ifdef CONFIG_FAULT_INJECTION
+	if (start)
+		current->make_it_fail = READ_ONCE(hps_inject_connd_fail);
+	else
+		current->make_it_fail = 0;
+#endif
+}
+
 /*
  * Deferred completions: handled in the order they came, from a timer, in
  * softirq as from the CQ. While any is queued, or the queue is being

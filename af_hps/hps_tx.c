@@ -392,7 +392,7 @@ void hps_tx_wait_begins(struct hps_sock *hs)
  *
  * The timer runs while keepalive (SO_KEEPALIVE) or TCP_USER_TIMEOUT is on.
  *
- * Context: process (connection thread), socket lock held.
+ * Context: process (connection work), socket lock held.
  */
 void hps_tx_ka_start(struct hps_sock *hs)
 {

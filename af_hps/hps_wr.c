@@ -313,7 +313,7 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
  * and the charge stay, whatever happens, until hps_wr_free_bufs() or the
  * socket's destruction (__hps_wr_free_bufs()).
  *
- * Context: connection thread, socket lock held. On error the caller tears
+ * Context: connection work, socket lock held. On error the caller tears
  * down what was set up with hps_wr_teardown().
  * Return: 0, -ENOBUFS at the namespace's memory limit (net.hps.mem) or
  * with the device's completion queue full, or another -errno.
@@ -381,7 +381,7 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
  * by the caller right after (__hps_teardown(), or hps_cm_conn_req() for a
  * refused passive child). Safe on a partially set up connection.
  *
- * Context: process (the connection thread, or hps_cm_connect_work()
+ * Context: process (the connection work, or hps_cm_connect_work()
  * through hps_fail()), socket lock held.
  */
 void hps_wr_teardown(struct hps_sock *hs)

@@ -269,7 +269,7 @@ static bool hps_zc_rd_over(struct hps_sock *hs)
  * MRs on iWARP); any other sends by copy and answers SENDSM to the peer's
  * SRCAVAILs.
  *
- * Context: connection thread, socket lock held.
+ * Context: connection work, socket lock held.
  */
 void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
 {
@@ -306,7 +306,7 @@ void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
  * Every completion has run: no read is in flight and the sender's MR can
  * go, which also revokes its key if no LOCAL_INV did.
  *
- * Context: connection thread, socket lock held.
+ * Context: connection work, socket lock held.
  */
 void hps_zc_teardown(struct hps_sock *hs)
 {
@@ -647,7 +647,7 @@ static ssize_t hps_zc_tx_stuck(struct hps_sock *hs, int err,
  * hps_zc_tx_reap() - give back the pages of a killed zero-copy writer
  * @hs: the connection; its QP drained and its MR deregistered
  *
- * Context: connection thread (teardown), socket lock held.
+ * Context: connection work (teardown), socket lock held.
  */
 void hps_zc_tx_reap(struct hps_sock *hs)
 {
@@ -1182,7 +1182,7 @@ void hps_zc_rd_timeout(struct timer_list *t)
  * Once the orphaned read has completed (or was flushed by a teardown),
  * its pages go back and the next reader may read the SRCAVAIL.
  *
- * Context: connection thread (HPS_W_ZC_REAP, teardown), socket lock held.
+ * Context: connection work (HPS_W_ZC_REAP, teardown), socket lock held.
  */
 void hps_zc_rx_reap(struct hps_sock *hs)
 {

@@ -5,8 +5,10 @@
 # when HPS_DEBUG_KERNEL is set, on the debug kernel with failslab and
 # fail_page_alloc). Kernel allocations fail at random (GFP_KERNEL ones too):
 #
-#   1. in the connection thread hps_connd, which sets up (child sockets,
-#      QPs, buffers) and tears down every connection, while checked echo
+#   1. in the connection work (the hps_connd workqueue's workers while
+#      they run AF_HPS's work: the module parameter connd_make_it_fail of
+#      test builds), which sets up (child sockets, QPs, buffers) and tears
+#      down every connection, while checked echo
 #      transfers of 1 MiB connect, run and close; every transfer that
 #      completes must be intact. Over siw only: over rxe a failed
 #      allocation inside rxe's own QP creation trips DEBUG_OBJECTS in
@@ -58,12 +60,12 @@ totals() {
 }
 
 refcnt() { cat /sys/module/af_hps/refcnt; }
-connd=$(pgrep -x hps_connd)
+connd=/sys/module/af_hps/parameters/connd_make_it_fail
 have_injection() {
 	[ -w $dbg/failslab/probability ] && [ -w $dbg/fail_page_alloc/probability ] &&
-		[ -n "$connd" ]
+		[ -w "$connd" ]
 }
-check "failslab, fail_page_alloc and hps_connd are there" have_injection ||
+check "failslab, fail_page_alloc and connd_make_it_fail are there" have_injection ||
 	totals
 
 ref0=$(refcnt)
@@ -84,7 +86,7 @@ injected() {
 		 (TIMES - $(cat $dbg/fail_page_alloc/times)) ))
 }
 
-# Phase 1: hps_connd fails; the transfers' own processes do not.
+# Phase 1: the connection work fails; the transfers' own processes do not.
 phase1() {
 	if [ "${HPS_RDMA:-}" != siw ]; then
 		echo "# phase 1 runs over siw only (rxe's QP creation error path)"
@@ -97,7 +99,7 @@ phase1() {
 	srv=$!
 	sleep 1
 	inject "$pct"
-	echo 1 >/proc/"$connd"/make-it-fail
+	echo 1 >"$connd"
 	while [ "$(date +%s)" -lt "$end" ]; do
 		n=$((n + 1))
 		out=$(timeout 60 "$xfer" -c "$self" "$port" -n 1048576 --echo 2>&1)
@@ -112,7 +114,7 @@ phase1() {
 			sleep 0.5
 		}
 	done
-	echo 0 >/proc/"$connd"/make-it-fail
+	echo 0 >"$connd"
 	inj1=$(injected)
 	inject 0
 	kill "$srv" 2>/dev/null
@@ -160,10 +162,10 @@ phase1
 phase2
 if [ "$inj1" = skip ]; then
 	pass=$((pass + 1))
-	echo "ok $((pass + fail)) allocations failed in hps_connd # SKIP not over rxe"
+	echo "ok $((pass + fail)) allocations failed in the connection work # SKIP not over rxe"
 	skip=$((skip + 1))
 else
-	check "allocations failed in hps_connd" [ "$inj1" -gt 0 ]
+	check "allocations failed in the connection work" [ "$inj1" -gt 0 ]
 fi
 check "allocations failed in the fuzzer" [ "$inj2" -gt 0 ]
 check "no transfer arrived corrupted" [ "$corrupt" = 0 ]

@@ -138,7 +138,7 @@ static long stat_of(const char *name)
 /*
  * Wait up to @secs for mem_pages to be at most @want; its last value.
  * Sockets are freed, and their buffers uncharged, a little after close():
- * the connection thread tears the connection down first.
+ * the connection work tears the connection down first.
  */
 static long wait_mem_pages(long want, double secs)
 {

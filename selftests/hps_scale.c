@@ -6,12 +6,14 @@
  * references, QPs, MRs, cm_ids, pinned pages, unreclaimable slab); and a
  * socket dup2()'d onto a child's standard input and output across exec(),
  * inetd style, with an unmodified program (cat) echoing a checksummed
- * stream.
+ * stream. Connection setup in each connection's own work: one slow setup
+ * holds up neither other connections nor the listener's close.
  *
  * hps-configs: 1:rxe 1:siw
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -369,6 +371,211 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
 	EXPECT_EQ(r0.cq, r1.cq);
 	EXPECT_EQ(pin0, pin1);
 	EXPECT_LT(slab1 - slab0, 1536 + n / 2);
+}
+
+/*
+ * Connection setup in each connection's own work, not one thread's: a
+ * child whose setup is slow (the test build's one-shot injection point 6,
+ * ACCEPT_SETUP, holds the first child's QP and buffers back SLOW_MS)
+ * holds up neither a second connection to the same listener nor the
+ * listener's close.
+ */
+enum { INJ_ACCEPT_SETUP = 6, SLOW_MS = 3000 };
+
+static int inj_param(const char *name, int val)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/af_hps/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%d\n", val);
+	return fclose(f);
+}
+
+static int inj_point(void)
+{
+	FILE *f = fopen("/sys/module/af_hps/parameters/inject_point", "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static long stat_rd(const char *name)
+{
+	FILE *f = fopen("/proc/net/hps_stat", "r");
+	char n[64];
+	long v, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", n, &v) == 2)
+		if (!strcmp(n, name))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
+/* A non-blocking connect() to @port whose first child's setup sleeps. */
+static int slow_connect(const char *addr, int port)
+{
+	struct sockaddr_in sin;
+	int fd, i;
+
+	if (inj_param("inject_ms", SLOW_MS) || inj_param("inject_point",
+							 INJ_ACCEPT_SETUP))
+		return -1;
+	fd = socket(AF_HPS, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	hps_sin(&sin, addr, port);
+	if (!connect(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    errno != EINPROGRESS) {
+		close(fd);
+		return -1;
+	}
+	/* the point disarms itself when the child's setup reaches it */
+	for (i = 0; i < 1000 && inj_point() == INJ_ACCEPT_SETUP; i++)
+		usleep(10000);
+	if (inj_point() != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Wait for a non-blocking connect() to end; its SO_ERROR. */
+static int connect_result(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int err = -1;
+
+	if (poll(&p, 1, ms) != 1)
+		return ETIMEDOUT;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return errno;
+	return err;
+}
+
+static int local_port(int fd, bool peer)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+
+	if ((peer ? getpeername : getsockname)(fd, (struct sockaddr *)&sin,
+					       &len))
+		return -1;
+	return ntohs(sin.sin_port);
+}
+
+/* @a and @c are the two ends of one connection: a word each way. */
+static int exchange(int c, int a, int n)
+{
+	char want[16], got[8];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		int from = i ? a : c, to = i ? c : a;
+
+		snprintf(want, sizeof(want), "%c%07d", i ? 'a' : 'c', n);
+		if (hps_write_all(from, want, 8) != 8 ||
+		    hps_read_all(to, got, 8) != 8 || memcmp(want, got, 8))
+			return -1;
+	}
+	return 0;
+}
+
+FIXTURE(setup)
+{
+	int l, c1, c2, a1, a2;
+};
+
+FIXTURE_SETUP(setup)
+{
+	self->l = self->c1 = self->c2 = self->a1 = self->a2 = -1;
+	if (access("/sys/module/af_hps/parameters/inject_point", W_OK))
+		SKIP(return, "not a test build of af_hps.ko (make vm-modules)");
+}
+
+FIXTURE_TEARDOWN(setup)
+{
+	inj_param("inject_point", 0);
+	inj_param("inject_ms", 0);
+	if (self->l >= 0)
+		close(self->l);
+	if (self->c1 >= 0)
+		close(self->c1);
+	if (self->c2 >= 0)
+		close(self->c2);
+	if (self->a1 >= 0)
+		close(self->a1);
+	if (self->a2 >= 0)
+		close(self->a2);
+}
+
+TEST_F_TIMEOUT(setup, slow_setup_holds_up_nothing, 60)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	double t0, t1;
+	int port, fl;
+
+	self->l = hps_listener(&port, 8);
+	ASSERT_GE(self->l, 0);
+	self->c1 = slow_connect(addr, port);
+	ASSERT_GE(self->c1, 0) TH_LOG("the first child's setup did not reach the injection point in 10 s");
+	t0 = hps_now();
+
+	/* the second connection while the first child sleeps in its setup */
+	self->c2 = hps_connect_to(addr, port);
+	ASSERT_GE(self->c2, 0) TH_LOG("second connect: %s", strerror(errno));
+	self->a2 = accept(self->l, NULL, NULL);
+	ASSERT_GE(self->a2, 0) TH_LOG("accept: %s", strerror(errno));
+	t1 = hps_now() - t0;
+	TH_LOG("second connect and accept in %.2f s, the first's setup sleeping %d ms",
+	       t1, SLOW_MS);
+	ASSERT_LT(t1, SLOW_MS / 2000.0);
+	ASSERT_EQ(local_port(self->c2, false), local_port(self->a2, true))
+		TH_LOG("accept() returned the slow connection first");
+	ASSERT_EQ(0, exchange(self->c2, self->a2, 2));
+
+	/* the first one comes up when its setup is done */
+	ASSERT_EQ(0, connect_result(self->c1, SLOW_MS + 10000));
+	fl = fcntl(self->c1, F_GETFL);
+	ASSERT_EQ(0, fcntl(self->c1, F_SETFL, fl & ~O_NONBLOCK));
+	self->a1 = accept(self->l, NULL, NULL);
+	ASSERT_GE(self->a1, 0) TH_LOG("accept: %s", strerror(errno));
+	ASSERT_EQ(local_port(self->c1, false), local_port(self->a1, true));
+	ASSERT_EQ(0, exchange(self->c1, self->a1, 1));
+}
+
+TEST_F_TIMEOUT(setup, listener_closed_during_setup, 60)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	long drops = stat_rd("listen_drops");
+	double t0;
+	int port;
+
+	ASSERT_GE(drops, 0);
+	self->l = hps_listener(&port, 8);
+	ASSERT_GE(self->l, 0);
+	self->c1 = slow_connect(addr, port);
+	ASSERT_GE(self->c1, 0) TH_LOG("the first child's setup did not reach the injection point in 10 s");
+	t0 = hps_now();
+	ASSERT_EQ(0, close(self->l));
+	self->l = -1;
+	TH_LOG("close() of the listener in %.2f s", hps_now() - t0);
+	ASSERT_LT(hps_now() - t0, SLOW_MS / 2000.0);
+	/* the child finds its listener gone: refused, counted as a drop */
+	ASSERT_EQ(ECONNREFUSED, connect_result(self->c1, SLOW_MS + 10000));
+	ASSERT_EQ(drops + 1, stat_rd("listen_drops"));
 }
 
 TEST_HARNESS_MAIN

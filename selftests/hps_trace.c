@@ -97,7 +97,7 @@ TEST_F(tr, states_connect_and_accept_outcomes)
 	/*
 	 * half-closed first: a in CLOSE_WAIT as soon as its recv() has
 	 * returned the end of the stream, as on TCP (recvmsg() moves the
-	 * state itself); c in FIN_WAIT2 once the connection thread has seen
+	 * state itself); c in FIN_WAIT2 once the connection work has seen
 	 * the FIN's send complete, waited for (with one CPU, two-node
 	 * guests, the test closed a before that thread ran)
 	 */
