@@ -25,7 +25,7 @@ hps-vm-peer --wait "$id" 120 | sed 's/^/  /'
 
 step "the same over TCP between the same guests, for comparison"
 id=$(hps-vm-peer --bg ./tools/hps_xfer --transport tcp -l "$HPS_PEER" "$port" --count 1)
-sleep 1
+hps-vm-peer hps-vm-wait-listen --tcp "$port" 60
 ./tools/hps_xfer --transport tcp -c "$HPS_PEER" "$port" -n "$bytes" | sed 's/^/  /'
 hps-vm-peer --wait "$id" 120 | sed 's/^/  /'
 
