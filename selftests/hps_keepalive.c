@@ -59,20 +59,6 @@ static int wr_sysctl(const char *name, long v)
 	return fclose(f);
 }
 
-static long stat_value(const char *name)
-{
-	FILE *f = fopen("/proc/net/hps_stat", "r");
-	char n[64];
-	long v, ret = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", n, &v) == 2)
-		if (!strcmp(n, name))
-			ret = v;
-	fclose(f);
-	return ret;
-}
 
 static int geti(int fd, int level, int opt)
 {
@@ -280,25 +266,25 @@ TEST(change_after_connect_takes_effect)
 
 	ASSERT_EQ(10000, rd_sysctl("keepalive_ms"));
 	ASSERT_EQ(0, hps_pair(&cfd, &afd));
-	p0 = stat_value("keepalive_probes");
+	p0 = hps_stat("keepalive_probes");
 	usleep(500000);
-	p1 = stat_value("keepalive_probes");
+	p1 = hps_stat("keepalive_probes");
 	EXPECT_EQ(p0, p1) TH_LOG("probes before the 10 s were up");
 
 	ASSERT_EQ(0, seti(cfd, SOL_TCP, TCP_KEEPIDLE, 1));
 	ASSERT_EQ(0, seti(cfd, SOL_TCP, TCP_KEEPINTVL, 1));
 	ASSERT_EQ(0, seti(cfd, SOL_TCP, TCP_KEEPCNT, 2));
 	usleep(2500000);
-	p2 = stat_value("keepalive_probes");
+	p2 = hps_stat("keepalive_probes");
 	TH_LOG("%ld probes in 2.5 s at 1 s", p2 - p1);
 	EXPECT_GE(p2 - p1, 1);
 	EXPECT_LE(p2 - p1, 4);
 
 	ASSERT_EQ(0, seti(cfd, SOL_SOCKET, SO_KEEPALIVE, 0));
 	usleep(200000);
-	p2 = stat_value("keepalive_probes");
+	p2 = hps_stat("keepalive_probes");
 	usleep(1500000);
-	p3 = stat_value("keepalive_probes");
+	p3 = hps_stat("keepalive_probes");
 	EXPECT_EQ(p2, p3) TH_LOG("probes after SO_KEEPALIVE 0");
 
 	/* the connection lived through it */
@@ -346,7 +332,7 @@ TEST(user_timeout_ends_a_writer_nobody_reads)
 {
 	static char sink[1 << 16];
 	struct writer w = { 0 };
-	long ut0 = stat_value("user_timeouts");
+	long ut0 = hps_stat("user_timeouts");
 	pthread_t th;
 	int cfd, afd;
 	double t0, waited;
@@ -373,7 +359,7 @@ TEST(user_timeout_ends_a_writer_nobody_reads)
 	 */
 	EXPECT_GE(waited, 0.95);
 	EXPECT_LT(waited, 4.0);
-	EXPECT_EQ(ut0 + 1, stat_value("user_timeouts"));
+	EXPECT_EQ(ut0 + 1, hps_stat("user_timeouts"));
 	/* the peer was reset */
 	while ((r = recv(afd, sink, sizeof(sink), 0)) > 0)
 		;

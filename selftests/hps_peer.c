@@ -17,22 +17,6 @@
 
 #define MB (1 << 20)
 
-/* A counter of /proc/net/hps_stat, -1 if missing. */
-static long stat_get(const char *name)
-{
-	FILE *f = fopen("/proc/net/hps_stat", "r");
-	char key[64];
-	long v, ret = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", key, &v) == 2)
-		if (!strcmp(key, name))
-			ret = v;
-	fclose(f);
-	return ret;
-}
-
 /* net.hps.zcopy_thresh: set it to @val (if not NULL), the old value to @old. */
 static int sysctl_rw(const char *val, char *old, size_t oldlen)
 {
@@ -135,8 +119,8 @@ TEST(peer_echo_both_ways)
 {
 	size_t len = 4 * MB;
 	char *tx = malloc(len), *rx = malloc(len), job[64], old[32];
-	long tx0 = stat_get("zcopy_tx"), rd0 = stat_get("zcopy_rx_reads");
-	long hits0 = stat_get("zcopy_cache_hits");
+	long tx0 = hps_stat("zcopy_tx"), rd0 = hps_stat("zcopy_rx_reads");
+	long hits0 = hps_stat("zcopy_cache_hits");
 	struct sender s = { .rounds = 2, .buf = tx, .len = len,
 			    .piece = 65536 };
 	int port, fd, thresh = 65536, i;
@@ -168,9 +152,9 @@ TEST(peer_echo_both_ways)
 	close(fd);
 	EXPECT_EQ(0, hps_peer_wait(job));
 	EXPECT_EQ(0, system("hps-vm-peer sysctl -qw net.hps.zcopy_thresh=0"));
-	EXPECT_GE(stat_get("zcopy_tx") - tx0, 2 * len / 65536);
-	EXPECT_GT(stat_get("zcopy_rx_reads"), rd0);
-	EXPECT_GT(stat_get("zcopy_cache_hits"), hits0);
+	EXPECT_GE(hps_stat("zcopy_tx") - tx0, 2 * len / 65536);
+	EXPECT_GT(hps_stat("zcopy_rx_reads"), rd0);
+	EXPECT_GT(hps_stat("zcopy_cache_hits"), hits0);
 	free(tx);
 	free(rx);
 }

@@ -408,20 +408,6 @@ static int inj_point(void)
 	return v;
 }
 
-static long stat_rd(const char *name)
-{
-	FILE *f = fopen("/proc/net/hps_stat", "r");
-	char n[64];
-	long v, ret = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", n, &v) == 2)
-		if (!strcmp(n, name))
-			ret = v;
-	fclose(f);
-	return ret;
-}
 
 /* A non-blocking connect() to @port whose first child's setup sleeps. */
 static int slow_connect(const char *addr, int port)
@@ -559,7 +545,7 @@ TEST_F_TIMEOUT(setup, slow_setup_holds_up_nothing, 60)
 TEST_F_TIMEOUT(setup, listener_closed_during_setup, 60)
 {
 	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
-	long drops = stat_rd("listen_drops");
+	long drops = hps_stat("listen_drops");
 	double t0;
 	int port;
 
@@ -575,7 +561,7 @@ TEST_F_TIMEOUT(setup, listener_closed_during_setup, 60)
 	ASSERT_LT(hps_now() - t0, SLOW_MS / 2000.0);
 	/* the child finds its listener gone: refused, counted as a drop */
 	ASSERT_EQ(ECONNREFUSED, connect_result(self->c1, SLOW_MS + 10000));
-	ASSERT_EQ(drops + 1, stat_rd("listen_drops"));
+	ASSERT_EQ(drops + 1, hps_stat("listen_drops"));
 }
 
 TEST_HARNESS_MAIN

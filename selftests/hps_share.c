@@ -167,7 +167,7 @@ TEST_F_TIMEOUT(share, every_byte_once, 600)
 		.rmin = variant->rmin, .rmax = variant->rmax,
 		.stall = variant->stall, .peek = variant->peek,
 	};
-	long zrd0 = stat_get("zcopy_rx_reads"), ztx0 = stat_get("zcopy_tx");
+	long zrd0 = hps_stat("zcopy_rx_reads"), ztx0 = hps_stat("zcopy_tx");
 	double t0 = hps_now();
 
 	if (_metadata->skip)
@@ -179,12 +179,12 @@ TEST_F_TIMEOUT(share, every_byte_once, 600)
 	share_complete(&s, s.nw);
 	TH_LOG("%d writers, %d readers: %ld bytes in %ld reads (%ld peeks) in %.1f s; zero copy: %ld sends, %ld reads",
 	       s.nw, s.nr, (long)s.bytes, (long)s.reads, (long)s.peeks,
-	       hps_now() - t0, stat_get("zcopy_tx") - ztx0,
-	       stat_get("zcopy_rx_reads") - zrd0);
+	       hps_now() - t0, hps_stat("zcopy_tx") - ztx0,
+	       hps_stat("zcopy_rx_reads") - zrd0);
 	EXPECT_EQ(0, s.errors) TH_LOG("%s", s.first);
 	EXPECT_EQ((long)(s.nw * s.words * WORD), (long)s.bytes);
 	if (variant->zc && variant->wmin >= KB(64))
-		EXPECT_LT(0, stat_get("zcopy_tx") - ztx0);
+		EXPECT_LT(0, hps_stat("zcopy_tx") - ztx0);
 	share_free(&s);
 }
 

@@ -169,6 +169,22 @@ static inline ssize_t hps_read_all(int fd, void *buf, size_t n)
 }
 
 /* /sys/module/af_hps/refcnt: one per socket (and dependent module); -1 */
+/* A counter of /proc/net/hps_stat ("name value" lines); -1 if missing. */
+static inline long hps_stat(const char *name)
+{
+	FILE *f = fopen("/proc/net/hps_stat", "r");
+	char key[64];
+	long v, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &v) == 2)
+		if (!strcmp(key, name))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
 static inline long hps_module_refcnt(void)
 {
 	FILE *f = fopen("/sys/module/af_hps/refcnt", "r");

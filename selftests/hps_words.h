@@ -340,19 +340,5 @@ static inline int zc_pair(int *cfd, int *afd, int zc)
 	return zc_pair_rcvbuf(cfd, afd, zc, 0);
 }
 
-static inline long stat_get(const char *name)
-{
-	FILE *f = fopen("/proc/net/hps_stat", "r");
-	char key[64];
-	long v, ret = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", key, &v) == 2)
-		if (!strcmp(key, name))
-			ret = v;
-	fclose(f);
-	return ret;
-}
 
 #endif /* HPS_WORDS_H */

@@ -31,22 +31,6 @@
 
 #define MB (1 << 20)
 
-/* A counter of /proc/net/hps_stat, -1 if missing. */
-static long stat_get(const char *name)
-{
-	FILE *f = fopen("/proc/net/hps_stat", "r");
-	char key[64];
-	long v, ret = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", key, &v) == 2)
-		if (!strcmp(key, name))
-			ret = v;
-	fclose(f);
-	return ret;
-}
-
 static int sysctl_knob(const char *knob, const char *val, char *old,
 		       size_t oldlen)
 {
@@ -77,12 +61,12 @@ static int sysctl_rw(const char *val, char *old, size_t oldlen)
 /* Wait up to 5 s for zcopy_pinned_bytes to fall to @max. */
 static long pinned_settles(long max)
 {
-	long v = stat_get("zcopy_pinned_bytes");
+	long v = hps_stat("zcopy_pinned_bytes");
 	int i;
 
 	for (i = 0; i < 50 && v > max; i++) {
 		usleep(100 * 1000);
-		v = stat_get("zcopy_pinned_bytes");
+		v = hps_stat("zcopy_pinned_bytes");
 	}
 	return v;
 }
@@ -205,9 +189,9 @@ FIXTURE_SETUP(zc)
 	ASSERT_EQ(0, ok);
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
 				sizeof(thresh)));
-	self->tx0 = stat_get("zcopy_tx");
-	self->rd0 = stat_get("zcopy_rx_reads");
-	self->fb0 = stat_get("zcopy_fallbacks");
+	self->tx0 = hps_stat("zcopy_tx");
+	self->rd0 = hps_stat("zcopy_rx_reads");
+	self->fb0 = hps_stat("zcopy_fallbacks");
 	ASSERT_GE(self->tx0, 0) TH_LOG("no zcopy_tx in /proc/net/hps_stat");
 }
 
@@ -228,9 +212,9 @@ TEST_F(zc, large_send_is_zero_copy)
 
 	hps_fill_random(buf, len);
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
-	EXPECT_GE(stat_get("zcopy_tx") - self->tx0, 16);
-	EXPECT_GE(stat_get("zcopy_rx_reads") - self->rd0, 16);
-	EXPECT_EQ(self->fb0, stat_get("zcopy_fallbacks"));
+	EXPECT_GE(hps_stat("zcopy_tx") - self->tx0, 16);
+	EXPECT_GE(hps_stat("zcopy_rx_reads") - self->rd0, 16);
+	EXPECT_EQ(self->fb0, hps_stat("zcopy_fallbacks"));
 	free(buf);
 }
 
@@ -251,7 +235,7 @@ TEST_F(zc, unaligned_buffers)
 		EXPECT_EQ(0, xfer(self->cfd, self->afd, base + c[i].off,
 				  c[i].len, &r)) TH_LOG("case %d", i);
 	}
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
 	free(base);
 }
 
@@ -288,7 +272,7 @@ TEST_F(zc, small_reads_fall_back)
 
 	hps_fill_random(buf, len);
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
-	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
+	EXPECT_GT(hps_stat("zcopy_fallbacks"), self->fb0);
 	free(buf);
 }
 
@@ -300,7 +284,7 @@ TEST_F(zc, nonblocking_reader_falls_back)
 
 	hps_fill_random(buf, len);
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
-	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
+	EXPECT_GT(hps_stat("zcopy_fallbacks"), self->fb0);
 	free(buf);
 }
 
@@ -345,7 +329,7 @@ TEST_F(zc, mixed_sizes_keep_the_stream)
 	pthread_join(t, NULL);
 	ASSERT_EQ((ssize_t)(2 * total), r.got);
 	EXPECT_EQ(0, memcmp(r.buf, buf, 2 * total));
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
 	free(r.buf);
 	free(buf);
 }
@@ -384,7 +368,7 @@ TEST_F(zc, facing_writers_do_not_deadlock)
 	size_t len = 512 << 10;
 	struct facing a = { .fd = self->cfd, .len = len },
 		      b = { .fd = self->afd, .len = len };
-	long c0 = stat_get("zcopy_cancels");
+	long c0 = hps_stat("zcopy_cancels");
 	char *da = malloc(len), *db = malloc(len);
 	pthread_t ta, tb;
 
@@ -404,7 +388,7 @@ TEST_F(zc, facing_writers_do_not_deadlock)
 	ASSERT_EQ((ssize_t)len, b.got);
 	EXPECT_EQ(0, memcmp(a.in, db, len));
 	EXPECT_EQ(0, memcmp(b.in, da, len));
-	EXPECT_GE(stat_get("zcopy_cancels") - c0, 2);
+	EXPECT_GE(hps_stat("zcopy_cancels") - c0, 2);
 	free(a.in);
 	free(b.in);
 	free(da);
@@ -512,7 +496,7 @@ TEST_F(zc, remap_same_address)
 {
 	size_t len = 2 * MB;
 	struct reader r = { .chunk = MB };
-	long inv0 = stat_get("zcopy_cache_invalidations");
+	long inv0 = hps_stat("zcopy_cache_invalidations");
 	char *p, *q;
 
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -527,7 +511,7 @@ TEST_F(zc, remap_same_address)
 	hps_fill_random(q, len);
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, q, len, &r));
 	munmap(q, len);
-	EXPECT_GT(stat_get("zcopy_cache_invalidations"), inv0);
+	EXPECT_GT(hps_stat("zcopy_cache_invalidations"), inv0);
 }
 
 /* Read-only and MAP_SHARED file mappings, and a huge-page buffer. */
@@ -565,7 +549,7 @@ TEST_F(zc, readonly_shared_and_huge_buffers)
 	EXPECT_EQ(0, xfer(self->cfd, self->afd, huge + 77, 4 * MB - 77, &r));
 	close(fd);
 	free(data);
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
 }
 
 /*
@@ -580,7 +564,7 @@ TEST_F(zc, writer_killed_mid_transfer)
 	struct timespec t0, t1;
 	int status;
 	ssize_t n, done = 0;
-	long pinned0 = stat_get("zcopy_pinned_bytes");
+	long pinned0 = hps_stat("zcopy_pinned_bytes");
 	pid_t pid;
 
 	hps_fill_random(buf, len);
@@ -644,7 +628,7 @@ static int memlock_child(int cfd, int afd, rlim_t limit, int nbufs)
  */
 TEST_F(zc, memlock_limit_zero_copies)
 {
-	long copies0 = stat_get("zcopy_memlock_copies");
+	long copies0 = hps_stat("zcopy_memlock_copies");
 	int status;
 	pid_t pid;
 
@@ -653,8 +637,8 @@ TEST_F(zc, memlock_limit_zero_copies)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(self->tx0, stat_get("zcopy_tx"));
-	EXPECT_GE(stat_get("zcopy_memlock_copies") - copies0, 4);
+	EXPECT_EQ(self->tx0, hps_stat("zcopy_tx"));
+	EXPECT_GE(hps_stat("zcopy_memlock_copies") - copies0, 4);
 }
 
 /*
@@ -663,9 +647,9 @@ TEST_F(zc, memlock_limit_zero_copies)
  */
 TEST_F(zc, memlock_limit_evicts)
 {
-	long ev0 = stat_get("zcopy_cache_evictions");
-	long copies0 = stat_get("zcopy_memlock_copies");
-	long pinned0 = stat_get("zcopy_pinned_bytes");
+	long ev0 = hps_stat("zcopy_cache_evictions");
+	long copies0 = hps_stat("zcopy_memlock_copies");
+	long pinned0 = hps_stat("zcopy_pinned_bytes");
 	int status;
 	pid_t pid;
 
@@ -674,9 +658,9 @@ TEST_F(zc, memlock_limit_evicts)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
-	EXPECT_GT(stat_get("zcopy_cache_evictions") - ev0 +
-		  stat_get("zcopy_memlock_copies") - copies0, 0);
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
+	EXPECT_GT(hps_stat("zcopy_cache_evictions") - ev0 +
+		  hps_stat("zcopy_memlock_copies") - copies0, 0);
 	/* The child exited: its cached pins were released. */
 	EXPECT_LE(pinned_settles(pinned0), pinned0);
 }
@@ -700,8 +684,8 @@ TEST_F(zc, repeated_buffers_hit_the_cache)
 	/* khugepaged collapsing them would (rightly) invalidate entries */
 	madvise(src, len, MADV_NOHUGEPAGE);
 	madvise(dst, len + 1, MADV_NOHUGEPAGE);
-	hits0 = stat_get("zcopy_cache_hits");
-	miss0 = stat_get("zcopy_cache_misses");
+	hits0 = hps_stat("zcopy_cache_hits");
+	miss0 = hps_stat("zcopy_cache_misses");
 	miss1 = miss0;
 	for (i = 0; i < 8; i++) {
 		struct reader r = { .chunk = MB, .fixed = dst };
@@ -710,14 +694,14 @@ TEST_F(zc, repeated_buffers_hit_the_cache)
 		ASSERT_EQ(0, xfer(self->cfd, self->afd, src, len, &r))
 			TH_LOG("round %d", i);
 		if (!i)
-			miss1 = stat_get("zcopy_cache_misses");
+			miss1 = hps_stat("zcopy_cache_misses");
 	}
 	/* every registration of the first round is a hit in the 7 others */
 	EXPECT_GE(miss1 - miss0, 2);
-	EXPECT_EQ(miss1, stat_get("zcopy_cache_misses"));
-	EXPECT_GE(stat_get("zcopy_cache_hits") - hits0, 7 * (miss1 - miss0));
-	EXPECT_GE(stat_get("zcopy_pinned_bytes"), 2 * MB);
-	EXPECT_GE(stat_get("zcopy_rx_reads") - self->rd0, 8);
+	EXPECT_EQ(miss1, hps_stat("zcopy_cache_misses"));
+	EXPECT_GE(hps_stat("zcopy_cache_hits") - hits0, 7 * (miss1 - miss0));
+	EXPECT_GE(hps_stat("zcopy_pinned_bytes"), 2 * MB);
+	EXPECT_GE(hps_stat("zcopy_rx_reads") - self->rd0, 8);
 	munmap(src, len);
 	munmap(dst, len + 1);
 }
@@ -730,7 +714,7 @@ TEST_F(zc, mprotect_and_mremap_invalidate)
 {
 	size_t len = MB;
 	struct reader r = { .chunk = MB };
-	long inv0 = stat_get("zcopy_cache_invalidations");
+	long inv0 = hps_stat("zcopy_cache_invalidations");
 	char *p, *q, *moved;
 
 	p = mmap(NULL, 4 * len, PROT_READ | PROT_WRITE,
@@ -754,7 +738,7 @@ TEST_F(zc, mprotect_and_mremap_invalidate)
 	hps_fill_random(p, len);
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, p, len, &r));
 	ASSERT_EQ(0, xfer(self->cfd, self->afd, moved, len, &r));
-	EXPECT_GE(stat_get("zcopy_cache_invalidations") - inv0, 2);
+	EXPECT_GE(hps_stat("zcopy_cache_invalidations") - inv0, 2);
 	munmap(p, len);
 	munmap(moved, len);
 }
@@ -795,7 +779,7 @@ TEST_F(zc, fork_with_cached_buffer)
 /* A process that exits leaves nothing pinned behind in the cache. */
 TEST_F(zc, exit_releases_cached_pins)
 {
-	long pinned0 = stat_get("zcopy_pinned_bytes");
+	long pinned0 = hps_stat("zcopy_pinned_bytes");
 	int status;
 	pid_t pid;
 
@@ -822,7 +806,7 @@ TEST_F(zc, rest_copied_from_registration)
 	static const char * const kmap[] = { "1", "0" };
 	size_t len = 2 * MB, step = len + 4096 + 7;
 	char *buf = malloc(2 * step), old[32];
-	long k0 = stat_get("zcopy_kmap_copies");
+	long k0 = hps_stat("zcopy_kmap_copies");
 	int i;
 
 	ASSERT_EQ(0, sysctl_knob("zcopy_cache_kmap", NULL, old, sizeof(old)));
@@ -836,8 +820,8 @@ TEST_F(zc, rest_copied_from_registration)
 			TH_LOG("zcopy_cache_kmap %s", kmap[i]);
 	}
 	sysctl_knob("zcopy_cache_kmap", old, NULL, 0);
-	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
-	EXPECT_GE(stat_get("zcopy_kmap_copies") - k0, 2);
+	EXPECT_GT(hps_stat("zcopy_fallbacks"), self->fb0);
+	EXPECT_GE(hps_stat("zcopy_kmap_copies") - k0, 2);
 	free(buf);
 }
 
@@ -845,8 +829,8 @@ TEST_F(zc, rest_copied_from_registration)
 TEST_F(zc, cache_off)
 {
 	struct reader r = { .chunk = MB };
-	long hits0 = stat_get("zcopy_cache_hits");
-	long pinned0 = stat_get("zcopy_pinned_bytes");
+	long hits0 = hps_stat("zcopy_cache_hits");
+	long pinned0 = hps_stat("zcopy_pinned_bytes");
 	size_t len = 2 * MB;
 	char *buf = malloc(len), old[32];
 	int i;
@@ -857,10 +841,10 @@ TEST_F(zc, cache_off)
 		EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
 	}
 	/* nothing stays pinned (earlier tests' pins may still go away) */
-	EXPECT_LE(stat_get("zcopy_pinned_bytes"), pinned0);
+	EXPECT_LE(hps_stat("zcopy_pinned_bytes"), pinned0);
 	sysctl_knob("zcopy_cache_bytes", old, NULL, 0);
-	EXPECT_EQ(hits0, stat_get("zcopy_cache_hits"));
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
+	EXPECT_EQ(hits0, hps_stat("zcopy_cache_hits"));
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
 	free(buf);
 }
 
@@ -896,9 +880,9 @@ TEST_F(zc, socket_option)
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &off,
 				sizeof(off)));
 	hps_fill_random(buf, len);
-	tx = stat_get("zcopy_tx");
+	tx = hps_stat("zcopy_tx");
 	EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
-	EXPECT_EQ(tx, stat_get("zcopy_tx"));
+	EXPECT_EQ(tx, hps_stat("zcopy_tx"));
 	free(buf);
 }
 
@@ -920,9 +904,9 @@ TEST_F(zc, enabled_too_late_copies)
 	ASSERT_EQ(0, setsockopt(c, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
 				sizeof(thresh)));
 	hps_fill_random(buf, len);
-	tx = stat_get("zcopy_tx");
+	tx = hps_stat("zcopy_tx");
 	EXPECT_EQ(0, xfer(c, a, buf, len, &r));
-	EXPECT_EQ(tx, stat_get("zcopy_tx"));
+	EXPECT_EQ(tx, hps_stat("zcopy_tx"));
 	close(a);
 	close(c);
 	close(l);
@@ -949,9 +933,9 @@ TEST_F(zc, receiver_without_zero_copy)
 	ASSERT_GE(a, 0);
 	hps_fill_random(buf, len);
 	EXPECT_EQ(0, xfer(c, a, buf, len, &r));
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
-	EXPECT_GT(stat_get("zcopy_fallbacks"), self->fb0);
-	EXPECT_EQ(self->rd0, stat_get("zcopy_rx_reads"));
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
+	EXPECT_GT(hps_stat("zcopy_fallbacks"), self->fb0);
+	EXPECT_EQ(self->rd0, hps_stat("zcopy_rx_reads"));
 	close(a);
 	close(c);
 	close(l);
@@ -990,7 +974,7 @@ TEST_F(zc, many_sockets_share_a_buffer)
 	pthread_t t[4];
 	size_t len = 2 * MB;
 	char *buf = malloc(len), old[32];
-	long hits0 = stat_get("zcopy_cache_hits");
+	long hits0 = hps_stat("zcopy_cache_hits");
 
 	hps_fill_random(buf, len);
 	ASSERT_EQ(0, sysctl_rw("65536", old, sizeof(old)));
@@ -1010,8 +994,8 @@ TEST_F(zc, many_sockets_share_a_buffer)
 		close(m[i].cfd);
 		close(m[i].afd);
 	}
-	EXPECT_GT(stat_get("zcopy_tx"), self->tx0);
-	EXPECT_GT(stat_get("zcopy_cache_hits"), hits0);
+	EXPECT_GT(hps_stat("zcopy_tx"), self->tx0);
+	EXPECT_GT(hps_stat("zcopy_cache_hits"), hits0);
 	free(buf);
 }
 
