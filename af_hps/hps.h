@@ -309,6 +309,9 @@ enum {
  * @connd_queued: @connd_wi is queued or running and will look at
  *		  @connd_events and @connd_work again before it ends
  *		  (the three under hps_connd_lock)
+ * @estab_seq: when its ESTABLISHED event came, among all sockets' (a
+ *	       passive child's place in the accept queue); set under
+ *	       hps_connd_lock before the event is queued
  * @connect_work: calls rdma_connect(), which may block for a long time
  *		  (siw connects a TCP socket synchronously), outside the
  *		  connection work and without the socket lock
@@ -428,6 +431,7 @@ struct hps_sock {
 	struct list_head	connd_events;
 	unsigned long		connd_work;
 	bool			connd_queued;
+	u64			estab_seq;
 	struct work_struct	connect_work;
 	struct socket		*port_hold;
 	struct timer_list	nudge_timer;
@@ -925,6 +929,7 @@ enum hps_inject_point {
 	HPS_INJ_ZC_RD_DONE,	/* an RDMA Read's completion handled late */
 	HPS_INJ_RESOLVE,	/* a connect's address resolution: its timeout */
 	HPS_INJ_ACCEPT_SETUP,	/* one accepted child's setup (once) */
+	HPS_INJ_ACCEPT_QUEUE,	/* one child's move to the accept queue (once) */
 };
 
 /* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */

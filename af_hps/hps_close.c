@@ -159,16 +159,30 @@ static void hps_child_kill(struct sock *sk)
 static void hps_child_detach(struct hps_sock *hs, bool established)
 {
 	struct sock *parent = hs->parent;
+	struct hps_sock *lhs = hps_sk(parent), *q;
+	struct list_head *pos = &lhs->accept_list;
 	struct sock *sk = &hs->sk;
 	bool queued = false;
 
 	hs->parent = NULL;
 	release_sock(sk);
+	if (established)
+		hps_inject_sleep_once(HPS_INJ_ACCEPT_QUEUE);
 
 	lock_sock(parent);
-	hps_sk(parent)->npending--;
+	lhs->npending--;
 	if (established && parent->sk_state == TCP_LISTEN) {
-		list_add_tail(&hs->accept_node, &hps_sk(parent)->accept_list);
+		/*
+		 * In the order the connections came up (hps_estab_seq), not
+		 * the order their works got here: children's works run in
+		 * parallel. Nearly always at the tail.
+		 */
+		list_for_each_entry_reverse(q, &lhs->accept_list, accept_node) {
+			if (q->estab_seq < hs->estab_seq)
+				break;
+			pos = &q->accept_node;
+		}
+		list_add_tail(&hs->accept_node, pos);
 		sk_acceptq_added(parent);
 		queued = true;
 	}

@@ -61,6 +61,7 @@ struct hps_cm_ev {
  */
 static struct workqueue_struct *hps_connd_wq;
 static DEFINE_SPINLOCK(hps_connd_lock);	/* see hps.h */
+static u64 hps_estab_seq;		/* hps_connd_lock */
 
 /*
  * rdma_connect() of the active side (hps_cm_connect_work()), which over
@@ -237,6 +238,12 @@ int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		memcpy(e->pdata, ev->param.conn.private_data, e->pdata_len);
 	}
 	spin_lock_irq(&hps_connd_lock);
+	/*
+	 * The accept queue keeps the order in which rdma_cm reported the
+	 * connections up, whichever child's work gets there first.
+	 */
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+		hs->estab_seq = ++hps_estab_seq;
 	list_add_tail(&e->list, &hs->connd_events);
 	hps_connd_queue(hs);
 	spin_unlock_irq(&hps_connd_lock);

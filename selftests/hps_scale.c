@@ -378,9 +378,11 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
  * child whose setup is slow (the test build's one-shot injection point 6,
  * ACCEPT_SETUP, holds the first child's QP and buffers back SLOW_MS)
  * holds up neither a second connection to the same listener nor the
- * listener's close.
+ * listener's close. And since the children's works run in parallel, the
+ * accept queue keeps the order the connections came up in, whichever
+ * child's work gets there first (point 7, ACCEPT_QUEUE).
  */
-enum { INJ_ACCEPT_SETUP = 6, SLOW_MS = 3000 };
+enum { INJ_ACCEPT_SETUP = 6, INJ_ACCEPT_QUEUE = 7, SLOW_MS = 3000 };
 
 static int inj_param(const char *name, int val)
 {
@@ -562,6 +564,40 @@ TEST_F_TIMEOUT(setup, listener_closed_during_setup, 60)
 	/* the child finds its listener gone: refused, counted as a drop */
 	ASSERT_EQ(ECONNREFUSED, connect_result(self->c1, SLOW_MS + 10000));
 	ASSERT_EQ(drops + 1, hps_stat("listen_drops"));
+}
+
+/*
+ * Two connections one after the other; the first child's move to the
+ * accept queue is held back 1.5 s, so the second child gets there first.
+ * accept() still returns them in the order they came up.
+ */
+TEST_F_TIMEOUT(setup, accept_queue_keeps_connect_order, 60)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	int port, i;
+
+	self->l = hps_listener(&port, 8);
+	ASSERT_GE(self->l, 0);
+	ASSERT_EQ(0, inj_param("inject_ms", 1500));
+	ASSERT_EQ(0, inj_param("inject_point", INJ_ACCEPT_QUEUE));
+	self->c1 = hps_connect_to(addr, port);
+	ASSERT_GE(self->c1, 0) TH_LOG("connect: %s", strerror(errno));
+	/* the point disarms itself when the first child reaches it */
+	for (i = 0; i < 1000 && inj_point() == INJ_ACCEPT_QUEUE; i++)
+		usleep(10000);
+	ASSERT_EQ(0, inj_point()) TH_LOG("the first child did not reach the point in 10 s");
+	self->c2 = hps_connect_to(addr, port);
+	ASSERT_GE(self->c2, 0) TH_LOG("connect: %s", strerror(errno));
+	usleep(2000000);	/* both queued now */
+	self->a1 = accept(self->l, NULL, NULL);
+	ASSERT_GE(self->a1, 0) TH_LOG("accept: %s", strerror(errno));
+	self->a2 = accept(self->l, NULL, NULL);
+	ASSERT_GE(self->a2, 0) TH_LOG("accept: %s", strerror(errno));
+	ASSERT_EQ(local_port(self->c1, false), local_port(self->a1, true))
+		TH_LOG("accept() returned the second connection first");
+	ASSERT_EQ(local_port(self->c2, false), local_port(self->a2, true));
+	ASSERT_EQ(0, exchange(self->c1, self->a1, 1));
+	ASSERT_EQ(0, exchange(self->c2, self->a2, 2));
 }
 
 TEST_HARNESS_MAIN
