@@ -66,7 +66,7 @@ struct hps_inject_wc;
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
 #define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
-#define HPS_PROTO_VERSION	3
+#define HPS_PROTO_VERSION	4
 
 /**
  * struct hps_hello - CM private data of the connect request and reply
@@ -110,17 +110,31 @@ struct hps_srcavail {
 } __packed;
 
 /*
- * Flag in hps_hdr.type, on any message: the sender has received the
- * receiver's FIN. Sent once per connection, on the first message after the
- * FIN arrived (a CREDIT at once if nothing else goes out).
+ * Flags in hps_hdr.type, on any message:
+ *
+ * FIN_ACK: the sender has received the receiver's FIN. Sent once per
+ * connection, on the first message after the FIN arrived (a CREDIT at once
+ * if nothing else goes out).
+ *
+ * RESERVE: this message went into the receiver's reserve buffer, the one
+ * receive buffer each end posts beyond its window. Only a CREDIT that
+ * returns credits, or an ABORT, sent with no credit left, may use it: so
+ * an end can always return credits, even when both ends are out of them.
+ *
+ * RESERVE_BACK: the sender has reposted the reserve buffer the receiver
+ * last sent into, which the receiver may use again. Sent on the first
+ * message after the reserve message arrived (a CREDIT at once if nothing
+ * else goes out).
  */
 #define HPS_MSG_F_FIN_ACK	0x80
-#define HPS_MSG_TYPE_MASK	0x7f
+#define HPS_MSG_F_RESERVE	0x40
+#define HPS_MSG_F_RESERVE_BACK	0x20
+#define HPS_MSG_TYPE_MASK	0x1f
 
 /**
  * struct hps_hdr - header at the start of every SEND
  * @version: %HPS_PROTO_VERSION
- * @type: enum hps_msg_type, ORed with %HPS_MSG_F_FIN_ACK
+ * @type: enum hps_msg_type, ORed with the %HPS_MSG_F_ flags
  * @credits: receive buffers the sender has reposted since its last message
  * @len: payload bytes following the header
  */
@@ -136,12 +150,16 @@ struct hps_hdr {
 /* ---- limits ---- */
 
 /*
- * At least three: a window of W leaves the sender at least W - 1 credits,
- * since the peer holds back at most one credit of control messages alone
- * (it waits for two before an explicit update), and DATA and FIN need two.
+ * At least three: a window of W leaves the sender at least W - 1 credits
+ * once the peer's reader has taken what was queued, since the peer holds
+ * back at most one credit of control messages alone (it waits for two
+ * before an explicit update; an answered SRCAVAIL's buffer goes back
+ * without a reader, hps_rx_release_dead()), and DATA and FIN need two.
  * With W = 2 a FIN could wait forever behind one stranded credit.
  */
 #define HPS_CREDITS_MIN		3
+/* Receive buffers each end posts beyond its window: HPS_MSG_F_RESERVE */
+#define HPS_RX_RESERVE		1
 #define HPS_CREDITS_MAX		1024
 #define HPS_BUF_MIN		4096
 #define HPS_BUF_MAX		(1024 * 1024)
@@ -282,6 +300,7 @@ enum {
 	HPS_W_QP_ERROR,		/* a fatal QP event (any context, hard IRQ too) */
 	HPS_W_DEV_GONE,		/* rdma_cm: the id's device is being removed */
 	HPS_W_ZC_REAP,		/* an orphaned RDMA Read completed */
+	HPS_W_RX_DEAD,		/* abandoned SRCAVAILs hold receive buffers */
 };
 
 /**
@@ -348,7 +367,8 @@ enum {
  *	       destruction, __hps_wr_free_bufs()
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nudges: first messages repeated so far
- * @nrx: receive buffers (our window, credits given to the peer)
+ * @nrx: our window, the credits given to the peer; %HPS_RX_RESERVE more
+ *	  receive buffers are posted (hps_rx_bufs())
  * @ntx: send buffers
  * @buf_size: bytes per buffer, header included
  * @peer_buf_size: peer's buffer size from its hello
@@ -363,6 +383,9 @@ enum {
  * @rx_pending: reposted receive buffers not yet announced to the peer
  * @rx_pending_data: how many of @rx_pending held DATA
  * @tx_credits: peer receive buffers we may still fill
+ * @peer_reserve: the peer's reserve buffer is posted for us (HPS_MSG_F_RESERVE)
+ * @rx_reserve_owed: the peer sent into our reserve buffer, which is posted
+ *		     again: tell it (HPS_MSG_F_RESERVE_BACK)
  * @tx_done: first tx slot not yet completed
  * @tx_posted: first tx slot not yet posted
  * @tx_fill: slot being filled (open) if @tx_fill - @tx_done < @ntx
@@ -466,6 +489,8 @@ struct hps_sock {
 	u32			rx_pending;
 	u32			rx_pending_data;
 	u32			tx_credits;
+	bool			peer_reserve;
+	bool			rx_reserve_owed;
 	u32			tx_done;
 	u32			tx_posted;
 	u32			tx_fill;
@@ -531,6 +556,12 @@ static inline struct hps_sock *hps_sk(const struct sock *sk)
 static inline bool hps_test(const struct hps_sock *hs, int bit)
 {
 	return test_bit(bit, &hs->flags);
+}
+
+/* Receive buffers of a connection: its window and the reserve. */
+static inline u32 hps_rx_bufs(const struct hps_sock *hs)
+{
+	return hs->nrx + HPS_RX_RESERVE;
 }
 
 /* ---- what the tracepoints report (hps_trace.h) ---- */
@@ -667,6 +698,7 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		int flags);
 void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_rx_readable(struct hps_sock *hs);
+void hps_rx_release_dead(struct hps_sock *hs);
 ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
 			struct pipe_inode_info *pipe, size_t len,
 			unsigned int flags);
@@ -891,6 +923,7 @@ enum hps_stat {
 	HPS_STAT_MEM_PAGES,	/* a level: hps_net.mem_allocated itself */
 	HPS_STAT_MEM_PRESSURE_ENTRIES,
 	HPS_STAT_MEM_LIMIT_FAILURES,
+	HPS_STAT_CREDIT_RESERVE,
 	HPS_STAT_MAX,
 };
 

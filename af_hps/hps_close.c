@@ -10,9 +10,9 @@
  * rdma_destroy_qp(), give back the CQ reservation, rdma_destroy_id(). The
  * same happens to an open socket once both FINs went through, or when the
  * peer disconnects. An abort (SO_LINGER 0, unread data at close, protocol
- * violation, device removal) posts an ABORT if a credit is left and tears
- * down at once; the peer sees ECONNRESET either from the ABORT or from the
- * disconnect without a FIN.
+ * violation, device removal) posts an ABORT if a credit (or the peer's
+ * reserve buffer) is left and tears down at once; the peer sees
+ * ECONNRESET either from the ABORT or from the disconnect without a FIN.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -292,6 +292,8 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 		hps_conn_error_why(hs, ECONNRESET, HPS_AB_TRANSPORT);
 	if (test_bit(HPS_W_ZC_REAP, &work))
 		hps_zc_rx_reap(hs);
+	if (test_bit(HPS_W_RX_DEAD, &work))
+		hps_rx_release_dead(hs);
 	if (test_bit(HPS_W_DEV_GONE, &work))
 		id = hps_cm_dev_gone(hs);
 	if (test_bit(HPS_W_STATE, &work))

@@ -259,6 +259,8 @@ static void hps_conn_params(struct hps_sock *hs)
 
 	/* the rings and receive queue were reset with the buffers, above */
 	hs->tx_credits = 0;
+	hs->peer_reserve = false;
+	hs->rx_reserve_owed = false;
 }
 
 /**

@@ -52,9 +52,10 @@ static int hps_inject_dump(const char *val, const struct kernel_param *kp)
 			hs->parent, sock_flag(&hs->sk, SOCK_DEAD),
 			hs->sk.sk_socket, hs->npending);
 	hlist_for_each_entry(hs, &hn->socks, net_node)
-		pr_info("sock %p: credits %u of %u, rx ready %u (%u bytes) pending %u, tx posted %u done %u queued %u, ctrl %u/%u, shutdown %d\n",
+		pr_info("sock %p: credits %u of %u reserve %d, rx ready %u (%u bytes) pending %u, tx posted %u done %u queued %u, ctrl %u/%u, shutdown %d\n",
 			hs, READ_ONCE(hs->tx_credits),
 			READ_ONCE(hs->peer_credits_max),
+			READ_ONCE(hs->peer_reserve),
 			READ_ONCE(hs->rx_nready),
 			READ_ONCE(hs->rx_queued), READ_ONCE(hs->rx_pending),
 			READ_ONCE(hs->tx_posted), READ_ONCE(hs->tx_done),

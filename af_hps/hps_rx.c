@@ -45,6 +45,23 @@ static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
 		hs->rx_pending_data++;
 }
 
+/*
+ * The peer sent into our reserve buffer (HPS_MSG_F_RESERVE): repost it,
+ * not as a credit, and tell the peer on our next message.
+ * Context: hs->lock held.
+ */
+static void hps_rx_repost_reserve(struct hps_sock *hs, struct hps_buf *b)
+{
+	lockdep_assert_held(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
+		return;
+	if (hps_wr_post_recv(hs, b)) {
+		hps_conn_error(hs, ECONNRESET);
+		return;
+	}
+	hs->rx_reserve_owed = true;
+}
+
 static void hps_rx_violation(struct hps_sock *hs, const char *what)
 {
 	pr_warn_ratelimited("protocol violation from peer: %s\n", what);
@@ -65,7 +82,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct hps_sock *hs = wc->qp->qp_context;
 	struct sock *sk = &hs->sk;
 	const struct hps_hdr *hdr = b->buf;
-	bool data = false, fin = false, fin_done = false, answer;
+	bool data = false, fin = false, fin_done = false, reserve, answer;
 	u32 len, credits;
 	u8 type;
 
@@ -119,6 +136,21 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			goto violation;
 		fin_done = hps_tx_fin_step(hs, HPS_F_FIN_ACKED);
 	}
+	if (hdr->type & HPS_MSG_F_RESERVE_BACK) {
+		/* Only for the reserve we used, once. */
+		if (hs->peer_reserve)
+			goto violation;
+		hs->peer_reserve = true;
+	}
+	/*
+	 * Our reserve buffer: only for a CREDIT that returns credits or an
+	 * ABORT, and not again before we gave it back.
+	 */
+	reserve = hdr->type & HPS_MSG_F_RESERVE;
+	if (reserve && (hs->rx_reserve_owed ||
+			(type == HPS_MSG_CREDIT ? !credits :
+			 type != HPS_MSG_ABORT)))
+		goto violation;
 
 	switch (type) {
 	case HPS_MSG_DATA:
@@ -142,7 +174,10 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	case HPS_MSG_CREDIT:
 		if (len)
 			goto violation;
-		hps_rx_repost(hs, b, false);
+		if (reserve)
+			hps_rx_repost_reserve(hs, b);
+		else
+			hps_rx_repost(hs, b, false);
 		break;
 	case HPS_MSG_FIN:
 		if (len || test_bit(HPS_F_FIN_RCVD, &hs->flags))
@@ -223,6 +258,43 @@ bool hps_rx_readable(struct hps_sock *hs)
 {
 	return hps_rx_queued(hs) &&
 	       !test_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
+}
+
+/**
+ * hps_rx_release_dead() - give back the buffers of abandoned SRCAVAILs
+ * @hs: the connection
+ *
+ * An SRCAVAIL answered with SENDSM stays in rx_ready, empty, until a
+ * reader passes it; one abandoned from the completion handler (the peer
+ * cancelled) or by a peeking reader may wait there for long, holding a
+ * buffer of the window the peer needs to send the rest by copy: at the
+ * smallest window both ends could wait for each other that way. So they
+ * go back here, where no reader holds a pointer into rx_ready (readers
+ * walk it under the socket lock) except one whose zero-copy read owns
+ * the head (HPS_F_ZC_RX_BUSY), which gives that one back itself.
+ *
+ * Context: connection work (HPS_W_RX_DEAD, kicked by
+ * hps_zc_rx_abandon()), socket lock held.
+ */
+void hps_rx_release_dead(struct hps_sock *hs)
+{
+	struct hps_buf *b, *n;
+	bool head = true;
+
+	sock_owned_by_me(&hs->sk);
+	spin_lock_bh(&hs->lock);
+	list_for_each_entry_safe(b, n, &hs->rx_ready, list) {
+		bool owned = head && test_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
+
+		head = false;
+		if (owned || b->type != HPS_MSG_SRCAVAIL || !b->dead)
+			continue;
+		list_del_init(&b->list);
+		hs->rx_nready--;
+		hps_rx_repost(hs, b, true);
+	}
+	hps_tx_push(hs);
+	spin_unlock_bh(&hs->lock);
 }
 
 /* Copy up to @len bytes to @msg; skip @skip bytes first when peeking. */

@@ -25,11 +25,17 @@
  * moves under hs->lock.
  *
  * Credits: tx_credits counts receive buffers the peer has posted for us.
- * DATA and FIN need two, so that one credit is always left for a CREDIT
- * or ABORT message; a CREDIT message is only sent when it returns credits
- * (or as the active side's first message), so crossing updates can never
- * leave both ends without credits. Every message returns all credits
- * pending at the sender.
+ * DATA, FIN and SRCAVAIL need two, so that one credit is always left for
+ * a control message (CREDIT, ABORT, a zero-copy answer); a CREDIT message
+ * is only sent when it returns credits (or as the active side's first
+ * message). Every message returns all credits pending at the sender.
+ *
+ * The reserve: each end posts one receive buffer beyond its window
+ * (HPS_RX_RESERVE). A CREDIT that returns credits, or an ABORT, goes into
+ * it (HPS_MSG_F_RESERVE) when no credit is left, and the peer gives it
+ * back (HPS_MSG_F_RESERVE_BACK) on its next message. So an end can always
+ * return credits: two ends whose last credits went to zero-copy answers
+ * at the same time cannot be left waiting for each other.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -54,6 +60,12 @@ static bool hps_ctrl_free(struct hps_sock *hs)
 	return hs->ctrl_head - hs->ctrl_done < HPS_NCTRL;
 }
 
+/* No credit left, and the peer's reserve buffer is ours to use. */
+static bool hps_can_use_reserve(struct hps_sock *hs)
+{
+	return hps_can_post(hs, 0) && !hs->tx_credits && hs->peer_reserve;
+}
+
 /**
  * hps_tx_ctrl_data() - post a control message with a small payload
  * @hs: the connection
@@ -62,7 +74,8 @@ static bool hps_ctrl_free(struct hps_sock *hs)
  * @len: its length
  *
  * FIN and SRCAVAIL, which carry the stream forward, need two credits, so
- * that one is always left for the messages that answer or reset.
+ * that one is always left for the messages that answer or reset. An ABORT
+ * with no credit left goes into the peer's reserve buffer.
  *
  * Context: hs->lock held.
  * Return: true if the message was posted.
@@ -72,15 +85,21 @@ bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
 {
 	bool stream = type == HPS_MSG_FIN || type == HPS_MSG_SRCAVAIL;
 	struct hps_buf *b;
+	u8 flags = 0;
 
 	lockdep_assert_held(&hs->lock);
-	if (!hps_can_post(hs, stream ? 2 : 1) || !hps_ctrl_free(hs))
+	if (!hps_can_post(hs, stream ? 2 : 1)) {
+		if (type != HPS_MSG_ABORT || !hps_can_use_reserve(hs))
+			return false;
+		flags = HPS_MSG_F_RESERVE;
+	}
+	if (!hps_ctrl_free(hs))
 		return false;
 	b = &hs->ctrl[hs->ctrl_head % HPS_NCTRL];
 	b->len = 0;
 	if (len)
 		memcpy(b->buf + HPS_HDR_LEN, data, len);
-	if (hps_wr_post_send(hs, b, type, len)) {
+	if (hps_wr_post_send(hs, b, type | flags, len)) {
 		hps_conn_error(hs, ECONNRESET);
 		return false;
 	}
@@ -95,28 +114,39 @@ bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
  *	  HPS_MSG_CANCEL
  * @force: send a CREDIT message even with no credits to return
  *
+ * A CREDIT that returns credits goes into the peer's reserve buffer when
+ * no credit is left.
+ *
  * Context: hs->lock held.
  * Return: true if the message was posted.
  */
 bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
 {
 	struct hps_buf *b;
+	u8 flags = 0;
 
 	lockdep_assert_held(&hs->lock);
 	if (type != HPS_MSG_CREDIT)
 		return hps_tx_ctrl_data(hs, type, NULL, 0);
-	if (!hps_can_post(hs, 1) || !hps_ctrl_free(hs))
-		return false;
 	if (!hs->rx_pending && !force)
+		return false;
+	if (!hps_can_post(hs, 1)) {
+		if (!hs->rx_pending || !hps_can_use_reserve(hs))
+			return false;
+		flags = HPS_MSG_F_RESERVE;
+	}
+	if (!hps_ctrl_free(hs))
 		return false;
 	b = &hs->ctrl[hs->ctrl_head % HPS_NCTRL];
 	b->len = 0;
-	if (hps_wr_post_send(hs, b, type, 0)) {
+	if (hps_wr_post_send(hs, b, type | flags, 0)) {
 		hps_conn_error(hs, ECONNRESET);
 		return false;
 	}
 	hs->ctrl_head++;
 	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_CREDIT_MSGS);
+	if (flags)
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_CREDIT_RESERVE);
 	return true;
 }
 
@@ -131,9 +161,12 @@ static void hps_tx_credit_update(struct hps_sock *hs)
 	/*
 	 * While our SRCAVAIL waits for its answer, every credit goes back at
 	 * once: the answer needs one at the peer, and this writer may not be
-	 * reading what would otherwise return them.
+	 * reading what would otherwise return them. Only until the answer
+	 * comes: two ends both waiting for their LOCAL_INV would otherwise
+	 * answer each other's CREDIT with a CREDIT.
 	 */
-	if (test_bit(HPS_F_ZC_TX, &hs->flags))
+	if (test_bit(HPS_F_ZC_TX, &hs->flags) &&
+	    !test_bit(HPS_F_ZC_TX_REPLY, &hs->flags))
 		need = 1;
 	if (hs->rx_pending >= need)
 		hps_tx_ctrl(hs, HPS_MSG_CREDIT, false);
@@ -241,8 +274,12 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 
 	hps_tx_credit_update(hs);
 
-	/* The FIN-ack goes out at once, on a CREDIT if nothing else took it. */
-	if (test_bit(HPS_F_FIN_ACK_OWED, &hs->flags))
+	/*
+	 * The FIN-ack and the reserve's return go out at once, on a CREDIT if
+	 * nothing else took them.
+	 */
+	if (test_bit(HPS_F_FIN_ACK_OWED, &hs->flags) ||
+	    hs->rx_reserve_owed)
 		hps_tx_ctrl(hs, HPS_MSG_CREDIT, true);
 
 	hps_tx_stall_update(hs);

@@ -6,7 +6,8 @@
  * posting of receives and sends, the hello exchanged in the CM private data
  * and the drain on teardown.
  *
- * Every connection has @nrx receive buffers (its window: one credit each),
+ * Every connection has @nrx receive buffers (its window: one credit each)
+ * and HPS_RX_RESERVE more (the reserve of HPS_MSG_F_RESERVE, hps_tx.c),
  * @ntx send buffers and HPS_NCTRL header-only control buffers. The QP's
  * queues have one more slot each for ib_drain_qp(), the send queue one
  * more for the keepalive probe, and the CQ reservation counts them too.
@@ -74,7 +75,7 @@ static void hps_bufs_unmap(struct hps_sock *hs)
 	struct ib_device *ibdev = hs->dev->ibdev;
 	u32 i;
 
-	for (i = 0; hs->rx && i < hs->nrx; i++)
+	for (i = 0; hs->rx && i < hps_rx_bufs(hs); i++)
 		hps_buf_unmap(ibdev, &hs->rx[i], hs->buf_size,
 			      DMA_FROM_DEVICE);
 	for (i = 0; hs->tx && i < hs->ntx; i++)
@@ -115,7 +116,7 @@ static void hps_wr_bufs_take(struct hps_sock *hs, struct hps_wr_bufs *b)
 	b->rx = hs->rx;
 	b->tx = hs->tx;
 	b->ctrl = hs->ctrl;
-	b->nrx = hs->nrx;
+	b->nrx = hps_rx_bufs(hs);
 	b->ntx = hs->ntx;
 	b->pages = hs->mem_pages;
 	hs->rx = NULL;
@@ -230,7 +231,7 @@ static unsigned long hps_wr_buf_pages(u32 size)
  */
 static unsigned long hps_wr_bufs_pages(const struct hps_sock *hs)
 {
-	return ((unsigned long)hs->nrx + hs->ntx) *
+	return ((unsigned long)hps_rx_bufs(hs) + hs->ntx) *
 	       hps_wr_buf_pages(hs->buf_size);
 }
 
@@ -279,7 +280,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 		.cap = {
 			/* + drain + probe; hps_zc_setup() adds zero copy's */
 			.max_send_wr	 = hs->ntx + HPS_NCTRL + 2,
-			.max_recv_wr	 = hs->nrx + 1,
+			/* + drain */
+			.max_recv_wr	 = hps_rx_bufs(hs) + 1,
 			.max_send_sge	 = 1,
 			.max_recv_sge	 = 1,
 			.max_inline_data = hs->inline_max,
@@ -335,7 +337,7 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 		return -ENODEV;
 	/* The queues: see hps_qp_create() and hps_zc_setup(). */
 	err = hps_dev_reserve(dev, hs,
-			      hs->ntx + HPS_NCTRL + 2 + hs->nrx + 1 +
+			      hs->ntx + HPS_NCTRL + 2 + hps_rx_bufs(hs) + 1 +
 			      (hs->zc_thresh ? HPS_ZC_SQ_EXTRA : 0));
 	if (err) {
 		hps_dev_put(dev);
@@ -351,7 +353,7 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 		return err;
 	hs->mem_pages = pages;
 
-	hs->rx = hps_bufs_alloc(ibdev, hs->nrx, hs->buf_size,
+	hs->rx = hps_bufs_alloc(ibdev, hps_rx_bufs(hs), hs->buf_size,
 				DMA_FROM_DEVICE, hps_recv_done);
 	hs->tx = hps_bufs_alloc(ibdev, hs->ntx, hs->buf_size,
 				DMA_TO_DEVICE, hps_send_done);
@@ -366,7 +368,7 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 
 	/* Nothing else posts yet: HPS_F_CONN_UP is still clear. */
 	spin_lock_bh(&hs->lock);
-	for (i = 0; i < hs->nrx && !err; i++)
+	for (i = 0; i < hps_rx_bufs(hs) && !err; i++)
 		err = hps_wr_post_recv(hs, &hs->rx[i]);
 	spin_unlock_bh(&hs->lock);
 	return err;
@@ -449,13 +451,16 @@ int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b)
 
 /**
  * hps_wr_post_send() - post one message, consuming a credit
- * @hs: the connection; HPS_F_CONN_UP set, a credit available
+ * @hs: the connection; HPS_F_CONN_UP set, a credit available, or the
+ *	peer's reserve for a message flagged %HPS_MSG_F_RESERVE
  * @b: a send or control buffer with @len payload bytes after the header
- * @type: enum hps_msg_type
+ * @type: enum hps_msg_type, ORed with %HPS_MSG_F_RESERVE to send into the
+ *	  peer's reserve buffer instead of consuming a credit
  * @len: payload bytes
  *
  * Fills in the header, returning every pending credit to the peer and
- * acknowledging the peer's FIN if that is owed.
+ * acknowledging the peer's FIN and giving back its reserve if that is
+ * owed.
  *
  * Context: hs->lock held.
  * Return: 0 or -errno from the driver.
@@ -482,11 +487,13 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 	lockdep_assert_held(&hs->lock);
 	hdr->version = HPS_PROTO_VERSION;
 	hdr->type = type;
-	if (test_and_clear_bit(HPS_F_FIN_ACK_OWED, &hs->flags))
+	if (test_bit(HPS_F_FIN_ACK_OWED, &hs->flags))
 		hdr->type |= HPS_MSG_F_FIN_ACK;
+	if (hs->rx_reserve_owed)
+		hdr->type |= HPS_MSG_F_RESERVE_BACK;
 	hdr->credits = cpu_to_be16(credits);
 	hdr->len = cpu_to_be32(len);
-	b->type = type;
+	b->type = type & HPS_MSG_TYPE_MASK;
 	if (sge.length <= hs->inline_max)
 		wr.send_flags |= IB_SEND_INLINE;
 	else
@@ -497,7 +504,13 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		pr_warn_ratelimited("post send failed: %d\n", err);
 		return err;
 	}
-	hs->tx_credits--;
+	/* Only once it is posted: after a failure it is still owed. */
+	clear_bit(HPS_F_FIN_ACK_OWED, &hs->flags);
+	hs->rx_reserve_owed = false;
+	if (type & HPS_MSG_F_RESERVE)
+		hs->peer_reserve = false;
+	else
+		hs->tx_credits--;
 	hs->tx_msgs++;
 	hs->rx_pending -= credits;
 	if (!hs->rx_pending)
@@ -564,8 +577,14 @@ int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len)
 
 	if (!pdata || len < sizeof(*h))
 		return -EPROTO;
-	if (be32_to_cpu(h->magic) != HPS_HELLO_MAGIC ||
-	    h->version != HPS_PROTO_VERSION || h->flags || h->reserved)
+	if (be32_to_cpu(h->magic) != HPS_HELLO_MAGIC)
+		return -EPROTO;
+	if (h->version != HPS_PROTO_VERSION) {
+		pr_info_ratelimited("peer speaks protocol version %u, this end %u\n",
+				    h->version, HPS_PROTO_VERSION);
+		return -EPROTO;
+	}
+	if (h->flags || h->reserved)
 		return -EPROTO;
 	credits = be32_to_cpu(h->credits);
 	buf_size = be32_to_cpu(h->buf_size);
@@ -576,6 +595,7 @@ int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len)
 	spin_lock_bh(&hs->lock);
 	hs->peer_credits_max = credits;
 	hs->tx_credits = credits;
+	hs->peer_reserve = true;
 	hs->peer_buf_size = buf_size;
 	hs->msg_max = min(buf_size, hs->buf_size) - HPS_HDR_LEN;
 	spin_unlock_bh(&hs->lock);

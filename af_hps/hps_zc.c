@@ -999,7 +999,10 @@ void hps_zc_push(struct hps_sock *hs)
  * @hs: the connection, with a live hs->zc_rx and no read in flight (the
  *	reader owning it, if any, finds it gone and reads by copy too)
  *
- * Answers SENDSM; the remaining bytes will arrive as DATA behind it.
+ * Answers SENDSM; the remaining bytes will arrive as DATA behind it. The
+ * SRCAVAIL's buffer, now empty, goes back to the receive queue when a
+ * reader passes it or, at the latest, from the connection work
+ * (hps_rx_release_dead()).
  *
  * Context: hs->lock held.
  */
@@ -1017,6 +1020,7 @@ void hps_zc_rx_abandon(struct hps_sock *hs)
 	set_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags);
 	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_ZC_FALLBACKS);
 	hps_tx_push(hs);
+	hps_connd_kick(hs, HPS_W_RX_DEAD);
 }
 
 /**
@@ -1149,6 +1153,8 @@ static void hps_zc_rd_release(struct hps_sock *hs)
 	/* written pages are dirty, even those of a killed reader */
 	hps_reg_put(r, hs->zc_rd_ok ? hs->zc_rd_npages : 0);
 	clear_bit(HPS_F_ZC_RX_BUSY, &hs->flags);
+	/* read or abandoned meanwhile: its buffer is no longer owned */
+	hps_rx_release_dead(hs);
 	hps_zc_wake(&hs->sk);
 }
 

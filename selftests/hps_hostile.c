@@ -19,7 +19,7 @@
 #include "hps_util.h"
 
 /* The protocol version (Documentation/protocol.rst). */
-#define PV 3
+#define PV 4
 
 struct hdr {
 	uint8_t version, type;
@@ -41,7 +41,7 @@ struct peer {
 	struct rdma_cm_id *id;
 	struct ibv_mr *mr;
 	char buf[8192];
-	char rbuf[4][65536];
+	char rbuf[5][65536];	/* a window of 4 and the reserve */
 	struct ibv_mr *rmr;
 	int connected;
 	int reposted;	/* receive buffers reposted, credits not returned */
@@ -75,7 +75,7 @@ static int peer_connect(struct peer *p, int port, const void *pd, int pdlen)
 	rdma_freeaddrinfo(res);
 	p->mr = rdma_reg_msgs(p->id, p->buf, sizeof(p->buf));
 	p->rmr = rdma_reg_msgs(p->id, p->rbuf, sizeof(p->rbuf));
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		rdma_post_recv(p->id, p->rbuf[i], p->rbuf[i],
 			       sizeof(p->rbuf[i]), p->rmr);
 	if (getenv("HPS_DEBUG"))
@@ -266,6 +266,14 @@ FIXTURE_VARIANT_ADD(hostile, abort_msg) { PV, 4, 0, 0, 8, 0 };
 /* FIN_ACK (0x80) although the kernel sent no FIN */
 FIXTURE_VARIANT_ADD(hostile, fin_ack_unsolicited) { PV, 0x82, 0, 0, 8, 0 };
 FIXTURE_VARIANT_ADD(hostile, fin_ack_on_data) { PV, 0x81, 0, 100, 108, 0 };
+/* RESERVE_BACK (0x20) although the kernel used no reserve */
+FIXTURE_VARIANT_ADD(hostile, reserve_back_unsolicited) { PV, 0x22, 0, 0, 8, 0 };
+/* RESERVE (0x40) only for a CREDIT returning credits, or an ABORT */
+FIXTURE_VARIANT_ADD(hostile, reserve_on_data) { PV, 0x41, 0, 100, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, reserve_credit_returns_none) { PV, 0x42, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, reserve_abort) { PV, 0x44, 0, 0, 8, 0 };
+/* the old protocol's messages */
+FIXTURE_VARIANT_ADD(hostile, version_3_data) { 3, 1, 0, 100, 108, 0 };
 
 TEST_F(hostile, message)
 {
@@ -343,6 +351,117 @@ TEST_F(fin, fin_ack_twice)
 		TH_LOG("errno %d", errno);
 }
 
+/* The reserve buffer (protocol.rst, "Credits"), with the kernel's tests. */
+FIXTURE(reserve)
+{
+	struct conn c;
+};
+
+FIXTURE_SETUP(reserve)
+{
+	conn_setup(_metadata, &self->c);
+}
+
+FIXTURE_TEARDOWN(reserve)
+{
+	conn_teardown(&self->c);
+}
+
+/*
+ * Send CREDITs that return nothing, one at a time, until the kernel sends
+ * a message (its credit update): into @h. Return how many were sent, or -1
+ * if nothing came after @max of them.
+ */
+static int credits_until_update(struct peer *p, struct hdr *h, int max)
+{
+	int n;
+
+	for (n = 1; n <= max; n++) {
+		if (peer_send(p, PV, 2, 0, 0, 8))
+			return -1;
+		if (!peer_recv(p, h, 1000))
+			return n;
+	}
+	return -1;
+}
+
+/*
+ * A kernel end with no credit left returns credits through the peer's
+ * reserve buffer, once, and again only after the peer gave it back.
+ */
+TEST_F(reserve, kernel_uses_and_waits_for_the_reserve)
+{
+	struct hdr h;
+	char b[8];
+	int n;
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	/* The kernel had 4 credits; the answer took one, two DATA two. */
+	ASSERT_EQ(1, send(self->c.a, "a", 1, 0));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	ASSERT_EQ(1, h.type);
+	ASSERT_EQ(1, send(self->c.a, "b", 1, 0));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	ASSERT_EQ(1, h.type);
+	/* Its last credit goes to an update once enough is pending. */
+	n = credits_until_update(&self->c.p, &h, 16);
+	ASSERT_LT(0, n) TH_LOG("no credit update");
+	EXPECT_EQ(2, h.type);
+	EXPECT_EQ(n, be16toh(h.credits));
+	/* With none left, the next update goes into the reserve. */
+	n = credits_until_update(&self->c.p, &h, 8);
+	ASSERT_LT(0, n) TH_LOG("no credit update through the reserve");
+	EXPECT_EQ(0x42, h.type);
+	EXPECT_EQ(n, be16toh(h.credits));
+	/* Not given back yet: the kernel has nothing to send with. */
+	EXPECT_EQ(-1, credits_until_update(&self->c.p, &h, n + 2))
+		TH_LOG("type %#x: the reserve was used twice", h.type);
+	/* Given back: the kernel returns its credits through it at once. */
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x22, 0, 0, 8));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	EXPECT_EQ(0x42, h.type);
+	EXPECT_EQ(n + 3, be16toh(h.credits));
+	/*
+	 * The connection still carries data both ways once the peer returns
+	 * its window's 4 credits (the answer, two DATA, the first update) and
+	 * the reserve.
+	 */
+	self->c.p.reposted = 0;
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x22, 4, 0, 8));
+	ASSERT_EQ(1, send(self->c.a, "c", 1, 0));
+	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+	EXPECT_EQ(1, h.type);
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 3, 11));
+	ASSERT_EQ(3, recv(self->c.a, b, sizeof(b), 0));
+	EXPECT_EQ(0, memcmp(b, "AAA", 3));
+}
+
+/*
+ * The peer may use the kernel's reserve for a CREDIT: the kernel gives it
+ * back at once, with a CREDIT flagged RESERVE_BACK that returns nothing
+ * (the reserve is not a credit), as often as the peer uses it.
+ */
+TEST_F(reserve, kernel_gives_the_reserve_back)
+{
+	struct hdr h;
+	char b[8];
+	int i;
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	for (i = 0; i < 3; i++) {
+		/* the kernel's last message's buffer, reposted */
+		ASSERT_EQ(1, self->c.p.reposted);
+		self->c.p.reposted = 0;
+		ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x42, 1, 0, 8));
+		ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
+		EXPECT_EQ(0x22, h.type);
+		EXPECT_EQ(0, be16toh(h.credits));
+	}
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 3, 11));
+	ASSERT_EQ(3, recv(self->c.a, b, sizeof(b), 0));
+	EXPECT_EQ(0, memcmp(b, "AAA", 3));
+}
+
 struct bad_hello {
 	const char *name;
 	uint32_t magic;
@@ -358,6 +477,7 @@ TEST(bad_hellos_rejected)
 		{ "short", 0x48505331, PV, 4, 65536, 8 },
 		{ "magic", 0x12345678, PV, 4, 65536, 16 },
 		{ "version", 0x48505331, 9, 4, 65536, 16 },
+		{ "version 3, the previous protocol", 0x48505331, 3, 4, 65536, 16 },
 		{ "credits 0", 0x48505331, PV, 0, 65536, 16 },
 		{ "credits 2, below the minimum window", 0x48505331, PV, 2, 65536, 16 },
 		{ "credits huge", 0x48505331, PV, 100000, 65536, 16 },
@@ -403,6 +523,33 @@ static void *hps_connect_thread(void *arg)
 	if (fd >= 0)
 		close(fd);
 	return NULL;
+}
+
+/* A peer of protocol version 3 is refused, and counted. */
+TEST(old_version_refused_and_counted)
+{
+	long e0 = hps_stat("proto_errors");
+	unsigned char h[16];
+	struct peer p;
+	int port, l, a;
+
+	l = hps_listener(&port, 4);
+	if (l < 0)
+		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	ASSERT_LE(0, e0) TH_LOG("no proto_errors in /proc/net/hps_stat");
+	mk_hello(h, 0x48505331, 3, 16, 65536);
+	EXPECT_NE(0, peer_connect(&p, port, h, sizeof(h)));
+	peer_close(&p);
+	EXPECT_EQ(e0 + 1, hps_stat("proto_errors"));
+	/* The same hello with this version is accepted. */
+	mk_hello(h, 0x48505331, PV, 16, 65536);
+	EXPECT_EQ(0, peer_connect(&p, port, h, sizeof(h)));
+	a = accept(l, NULL, NULL);
+	EXPECT_LE(0, a);
+	peer_close(&p);
+	if (a >= 0)
+		close(a);
+	close(l);
 }
 
 TEST(bad_hello_in_accept)

@@ -50,6 +50,7 @@
 #define NMAX		16	/* connections a case opens at most */
 #define XFER		(64 * 1024 + 123)	/* bytes each way, checked */
 #define CREDITS_MIN	3	/* HPS_CREDITS_MIN: the window under pressure */
+#define RX_RESERVE	1	/* receive buffers beyond the window (protocol.rst) */
 
 /* Read /proc/sys/net/hps/@name into @buf; 0 or -1. */
 static int rd_str(const char *name, char *buf, size_t len)
@@ -443,7 +444,8 @@ FIXTURE_SETUP(limit)
 	ASSERT_GE(self->credits, CREDITS_MIN);
 	ASSERT_GE(self->buf_size, 4096);
 	self->ppb = buf_pages(self->buf_size, page);
-	self->end = 2 * self->credits * self->ppb;
+	/* receive buffers and the reserve, send buffers */
+	self->end = (2 * self->credits + RX_RESERVE) * self->ppb;
 	/*
 	 * The sockets of earlier tests going. A closed socket whose peer
 	 * does not take its FIN stays charged up to HPS_FIN_TIMEOUT (60 s),
@@ -696,7 +698,7 @@ static void pressure_body(struct __test_metadata *_metadata,
 	long entries0 = stat_of("mem_pressure_entries");
 	long fails0 = stat_of("mem_limit_failures");
 	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
-	long small = 2 * CREDITS_MIN * self->ppb;
+	long small = (2 * CREDITS_MIN + RX_RESERVE) * self->ppb;
 	int rcvbuf = 8 * self->buf_size;	/* 8 receive buffers */
 	int i, l2, port2;
 
@@ -734,8 +736,11 @@ static void pressure_body(struct __test_metadata *_metadata,
 	close(l2);
 	EXPECT_EQ(CREDITS_MIN, rx_bufs(self->c[3]));
 	EXPECT_EQ(8, rx_bufs(self->a[3]));
-	/* their send sides are the smallest: 8 + 3, 3 + 3, 3 + 3, 8 + 3 */
-	EXPECT_EQ(2 * self->end + 2 * small + 34 * self->ppb,
+	/*
+	 * their send sides are the smallest: 8 + 3, 3 + 3, 3 + 3, 8 + 3,
+	 * and a reserve each
+	 */
+	EXPECT_EQ(2 * self->end + 2 * small + (34 + 4 * RX_RESERVE) * self->ppb,
 		  stat_of("mem_pages"));
 	EXPECT_EQ(entries0 + 1, stat_of("mem_pressure_entries"));
 	for (i = 0; i < 4; i++)
@@ -773,7 +778,7 @@ static void recheck_body(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(limit) *self)
 {
 	long entries0 = stat_of("mem_pressure_entries");
-	long small = 2 * CREDITS_MIN * self->ppb;
+	long small = (2 * CREDITS_MIN + RX_RESERVE) * self->ppb;
 	long high = 10 * self->end, total;
 	int i;
 
@@ -825,7 +830,7 @@ TEST_F_TIMEOUT(limit, sysctl_write_enters_and_leaves_pressure, CASE_TIMEOUT)
 static void buf_12288_body(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(limit) *self)
 {
-	long end = 2 * self->credits * 4;
+	long end = (2 * self->credits + RX_RESERVE) * 4;
 	struct hps_info info;
 	socklen_t len = sizeof(info);
 	int fd, err;
@@ -839,7 +844,7 @@ static void buf_12288_body(struct __test_metadata *_metadata,
 	EXPECT_EQ(self->credits, info.hpsi_rx_bufs);
 	EXPECT_EQ(2 * end, stat_of("mem_pages"))
 		TH_LOG("%ld pages a buffer", stat_of("mem_pages") /
-					   (4 * self->credits));
+					   (2 * (2 * self->credits + RX_RESERVE)));
 	EXPECT_EQ(0, exchange(self->c[0], self->a[0]));
 
 	errno = 0;

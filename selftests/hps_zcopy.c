@@ -395,6 +395,154 @@ TEST_F(zc, facing_writers_do_not_deadlock)
 	free(db);
 }
 
+/*
+ * The smallest window, 3 credits: what every connection gets under memory
+ * pressure (net.hps.mem), at the default buf_size and at 4 KiB. A
+ * zero-copy send answered with SENDSM leaves its SRCAVAIL's buffer empty
+ * in the receive queue; with a window of 3 the peer then had too few
+ * credits to send the rest (protocol 3 stopped there for good). The
+ * buffer now goes back at once, and an end with no credit left returns
+ * credits through the peer's reserve buffer (protocol 4).
+ */
+FIXTURE(tiny)
+{
+	int cfd, afd;
+	long fb0, rs0;
+};
+
+FIXTURE_VARIANT(tiny)
+{
+	const char *buf_size;	/* NULL: the default */
+};
+
+FIXTURE_VARIANT_ADD(tiny, pressure_window) { NULL };
+FIXTURE_VARIANT_ADD(tiny, smallest) { "4096" };
+
+FIXTURE_SETUP(tiny)
+{
+	char oc[32], ob[32], oz[32];
+	struct timeval tv = { 20, 0 };
+	int thresh = 65536, ok;
+
+	self->cfd = self->afd = -1;
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, sysctl_knob("credits", "3", oc, sizeof(oc)))
+		TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
+	ASSERT_EQ(0, sysctl_knob("buf_size", variant->buf_size, ob,
+				 sizeof(ob)));
+	ASSERT_EQ(0, sysctl_rw("65536", oz, sizeof(oz)));
+	ok = hps_pair(&self->cfd, &self->afd);
+	sysctl_knob("credits", oc, NULL, 0);
+	sysctl_knob("buf_size", ob, NULL, 0);
+	sysctl_rw(oz, NULL, 0);
+	ASSERT_EQ(0, ok);
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
+				sizeof(thresh)));
+	ASSERT_EQ(0, setsockopt(self->afd, SOL_HPS, HPS_ZCOPY_THRESH, &thresh,
+				sizeof(thresh)));
+	/* A connection that stops moving fails the test instead of hanging. */
+	setsockopt(self->cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(self->afd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(self->cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(self->afd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	self->fb0 = hps_stat("zcopy_fallbacks");
+	self->rs0 = hps_stat("credit_reserve");
+}
+
+FIXTURE_TEARDOWN(tiny)
+{
+	fprintf(stderr, "# zero-copy fallbacks %ld, credit updates through the reserve %ld\n",
+		hps_stat("zcopy_fallbacks") - self->fb0,
+		hps_stat("credit_reserve") - self->rs0);
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->afd >= 0)
+		close(self->afd);
+}
+
+/* A reader of 4 KiB at a time: every SRCAVAIL is answered with SENDSM. */
+TEST_F_TIMEOUT(tiny, small_reader, 120)
+{
+	struct reader r = { .fd = self->afd, .chunk = 4096 };
+	size_t len = 2 * MB;
+	char *buf = malloc(len);
+
+	hps_fill_random(buf, len);
+	EXPECT_EQ(0, xfer(self->cfd, self->afd, buf, len, &r));
+	EXPECT_GT(hps_stat("zcopy_fallbacks") - self->fb0, 0);
+	free(buf);
+}
+
+struct late {
+	int fd;
+	const char *out;
+	char *in;
+	size_t len;
+	ssize_t got;
+};
+
+/* Read all, from 700 ms on: after both ends' SRCAVAILs are cancelled. */
+static void *late_reader(void *arg)
+{
+	struct late *l = arg;
+
+	usleep(700000);
+	l->got = hps_read_all(l->fd, l->in, l->len);
+	return NULL;
+}
+
+/*
+ * Both ends write at once, and read only after their zero-copy sends were
+ * cancelled (500 ms), in rounds of several sizes. Each direction's data
+ * is checked.
+ */
+TEST_F_TIMEOUT(tiny, facing_writers_late_readers, 120)
+{
+	static const size_t lens[] = { 512 << 10, 300000, 1 << 20, 65536,
+				       200000, 777777 };
+	size_t i, max = 1 << 20;
+	char *da = malloc(max), *db = malloc(max);
+	char *ia = malloc(max), *ib = malloc(max);
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct late a = { .fd = self->cfd, .in = ia, .len = lens[i] },
+			    b = { .fd = self->afd, .in = ib, .len = lens[i] };
+		pthread_t ra, rb;
+		ssize_t wa, wb;
+		double t0 = hps_now();
+		pid_t pid;
+		int st;
+
+		hps_fill_random(da, lens[i]);
+		hps_fill_random(db, lens[i]);
+		pthread_create(&ra, NULL, late_reader, &a);
+		pthread_create(&rb, NULL, late_reader, &b);
+		/* the other end's writer in a child, this one's here */
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(hps_write_all(self->afd, db, lens[i]) ==
+			      (ssize_t)lens[i] ? 0 : 1);
+		wa = hps_write_all(self->cfd, da, lens[i]);
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		wb = WIFEXITED(st) && !WEXITSTATUS(st) ? (ssize_t)lens[i] : -1;
+		pthread_join(ra, NULL);
+		pthread_join(rb, NULL);
+		fprintf(stderr, "# %zu bytes each way: %.2f s\n", lens[i],
+			hps_now() - t0);
+		ASSERT_EQ((ssize_t)lens[i], wa) TH_LOG("%m");
+		ASSERT_EQ((ssize_t)lens[i], wb);
+		ASSERT_EQ((ssize_t)lens[i], a.got) TH_LOG("%m");
+		ASSERT_EQ((ssize_t)lens[i], b.got) TH_LOG("%m");
+		ASSERT_EQ(0, memcmp(ia, db, lens[i]));
+		ASSERT_EQ(0, memcmp(ib, da, lens[i]));
+	}
+	free(da);
+	free(db);
+	free(ia);
+	free(ib);
+}
+
 /* Each 8-byte word: thread, record and word number. */
 #define NTHREADS 4
 #define NRECS 16
