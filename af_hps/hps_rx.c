@@ -30,16 +30,28 @@
 #include "hps.h"
 #include "hps_trace.h"
 
-/* Give a receive buffer back to the QP. Context: hs->lock held. */
-static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
+/*
+ * Post a receive buffer again, if the connection is up.
+ * Context: hs->lock held.
+ * Return: true if it was posted.
+ */
+static bool hps_rx_post_again(struct hps_sock *hs, struct hps_buf *b)
 {
 	lockdep_assert_held(&hs->lock);
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
-		return;
+		return false;
 	if (hps_wr_post_recv(hs, b)) {
 		hps_conn_error(hs, ECONNRESET);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* Give a receive buffer back, as a credit. Context: hs->lock held. */
+static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
+{
+	if (!hps_rx_post_again(hs, b))
+		return;
 	hs->rx_pending++;
 	if (data)
 		hs->rx_pending_data++;
@@ -52,14 +64,8 @@ static void hps_rx_repost(struct hps_sock *hs, struct hps_buf *b, bool data)
  */
 static void hps_rx_repost_reserve(struct hps_sock *hs, struct hps_buf *b)
 {
-	lockdep_assert_held(&hs->lock);
-	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
-		return;
-	if (hps_wr_post_recv(hs, b)) {
-		hps_conn_error(hs, ECONNRESET);
-		return;
-	}
-	hs->rx_reserve_owed = true;
+	if (hps_rx_post_again(hs, b))
+		hs->rx_reserve_owed = true;
 }
 
 static void hps_rx_violation(struct hps_sock *hs, const char *what)

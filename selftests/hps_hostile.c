@@ -228,18 +228,18 @@ FIXTURE_TEARDOWN(hostile)
 	conn_teardown(&self->c);
 }
 
-/* The close handshake with the peer. */
-FIXTURE(fin)
+/* One connection with the peer: the close handshake, the reserve. */
+FIXTURE(peer)
 {
 	struct conn c;
 };
 
-FIXTURE_SETUP(fin)
+FIXTURE_SETUP(peer)
 {
 	conn_setup(_metadata, &self->c);
 }
 
-FIXTURE_TEARDOWN(fin)
+FIXTURE_TEARDOWN(peer)
 {
 	conn_teardown(&self->c);
 }
@@ -295,7 +295,7 @@ TEST_F(hostile, message)
 	}
 }
 
-TEST_F(fin, fin_then_data)
+TEST_F(peer, fin_then_data)
 {
 	char b[200];
 
@@ -308,7 +308,7 @@ TEST_F(fin, fin_then_data)
 }
 
 /* The kernel acknowledges a FIN at once, with a CREDIT flagged FIN_ACK. */
-TEST_F(fin, fin_is_acknowledged)
+TEST_F(peer, fin_is_acknowledged)
 {
 	struct hdr h;
 	char b[8];
@@ -335,7 +335,7 @@ TEST_F(fin, fin_is_acknowledged)
 }
 
 /* A second FIN_ACK is a protocol violation. */
-TEST_F(fin, fin_ack_twice)
+TEST_F(peer, fin_ack_twice)
 {
 	struct hdr h;
 	char b[8];
@@ -351,21 +351,7 @@ TEST_F(fin, fin_ack_twice)
 		TH_LOG("errno %d", errno);
 }
 
-/* The reserve buffer (protocol.rst, "Credits"), with the kernel's tests. */
-FIXTURE(reserve)
-{
-	struct conn c;
-};
-
-FIXTURE_SETUP(reserve)
-{
-	conn_setup(_metadata, &self->c);
-}
-
-FIXTURE_TEARDOWN(reserve)
-{
-	conn_teardown(&self->c);
-}
+/* The reserve buffer (protocol.rst, "Credits"). */
 
 /*
  * Send CREDITs that return nothing, one at a time, until the kernel sends
@@ -389,7 +375,7 @@ static int credits_until_update(struct peer *p, struct hdr *h, int max)
  * A kernel end with no credit left returns credits through the peer's
  * reserve buffer, once, and again only after the peer gave it back.
  */
-TEST_F(reserve, kernel_uses_and_waits_for_the_reserve)
+TEST_F(peer, kernel_uses_and_waits_for_the_reserve)
 {
 	struct hdr h;
 	char b[8];
@@ -441,7 +427,7 @@ TEST_F(reserve, kernel_uses_and_waits_for_the_reserve)
  * back at once, with a CREDIT flagged RESERVE_BACK that returns nothing
  * (the reserve is not a credit), as often as the peer uses it.
  */
-TEST_F(reserve, kernel_gives_the_reserve_back)
+TEST_F(peer, kernel_gives_the_reserve_back)
 {
 	struct hdr h;
 	char b[8];
