@@ -270,9 +270,7 @@ static void hps_get_info(struct hps_sock *hs, struct hps_info *info)
 	if (test_bit(HPS_F_WAS_CONN, &hs->flags)) {
 		info->hpsi_version = HPS_PROTO_VERSION;
 		info->hpsi_credits = hs->tx_credits;
-		/* posted, announced and not holding unread data */
-		info->hpsi_peer_credits = hs->nrx - hs->rx_pending -
-					  hs->rx_nready;
+		info->hpsi_peer_credits = hps_peer_credits(hs);
 		info->hpsi_buf_size = hs->buf_size;
 		info->hpsi_rx_bufs = hs->nrx;
 	}

@@ -242,7 +242,8 @@ struct hps_dev {
  * @len: rx: payload bytes; tx: payload bytes filled
  * @off: rx: payload bytes already consumed by the reader
  * @type: message type last sent (tx) or received and queued (rx)
- * @dead: rx SRCAVAIL: fully read or abandoned; the reader drops it
+ * @dead: rx SRCAVAIL: fully read or abandoned; a reader passing it or
+ *	  the connection work (hps_rx_release_dead()) reposts it
  */
 struct hps_buf {
 	struct ib_cqe		cqe;
@@ -377,7 +378,8 @@ enum {
  * @rx: receive buffers
  * @tx: send buffers
  * @ctrl: control message buffers (header only)
- * @rx_ready: received DATA buffers not yet fully read, oldest first
+ * @rx_ready: received DATA and SRCAVAIL buffers not yet fully read or
+ *	      given back, oldest first
  * @rx_queued: unread payload bytes in @rx_ready
  * @rx_nready: buffers in @rx_ready
  * @rx_pending: reposted receive buffers not yet announced to the peer
@@ -562,6 +564,20 @@ static inline bool hps_test(const struct hps_sock *hs, int bit)
 static inline u32 hps_rx_bufs(const struct hps_sock *hs)
 {
 	return hs->nrx + HPS_RX_RESERVE;
+}
+
+/*
+ * Buffers of our window the peer may still fill, at most (messages in
+ * flight are not known): posted, announced and not holding unread data.
+ * A peer that sent into the reserve without saying so can have one more
+ * buffer queued than the window holds: 0 then. Context: hs->lock held.
+ */
+static inline u32 hps_peer_credits(const struct hps_sock *hs)
+{
+	u32 used = hs->rx_pending + hs->rx_nready;
+
+	lockdep_assert_held(&hs->lock);
+	return hs->nrx > used ? hs->nrx - used : 0;
 }
 
 /* ---- what the tracepoints report (hps_trace.h) ---- */

@@ -178,7 +178,7 @@ static void hps_child_detach(struct hps_sock *hs, bool established)
 		 * parallel. Nearly always at the tail.
 		 */
 		list_for_each_entry_reverse(q, &lhs->accept_list, accept_node) {
-			if (q->estab_seq < hs->estab_seq)
+			if (READ_ONCE(q->estab_seq) < READ_ONCE(hs->estab_seq))
 				break;
 			pos = &q->accept_node;
 		}

@@ -242,8 +242,8 @@ int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	 * The accept queue keeps the order in which rdma_cm reported the
 	 * connections up, whichever child's work gets there first.
 	 */
-	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
-		hs->estab_seq = ++hps_estab_seq;
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED && !hs->estab_seq)
+		WRITE_ONCE(hs->estab_seq, ++hps_estab_seq);
 	list_add_tail(&e->list, &hs->connd_events);
 	hps_connd_queue(hs);
 	spin_unlock_irq(&hps_connd_lock);

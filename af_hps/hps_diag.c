@@ -79,8 +79,7 @@ static void hps_diag_snap(struct hps_sock *hs, struct hps_diag_snap *s)
 		s->flow.hdf_version = HPS_PROTO_VERSION;
 		s->flow.hdf_credits = hs->tx_credits;
 		/* posted, announced and not holding unread data (HPS_INFO) */
-		s->flow.hdf_peer_credits = hs->nrx - hs->rx_pending -
-					   hs->rx_nready;
+		s->flow.hdf_peer_credits = hps_peer_credits(hs);
 		s->flow.hdf_rx_bufs = hs->nrx;
 		s->flow.hdf_tx_bufs = hs->ntx;
 		s->flow.hdf_peer_window = hs->peer_credits_max;

@@ -8,13 +8,13 @@
  * the credit back (returned on the next message, or by an explicit credit
  * update). Control messages are reposted at once.
  *
- * Only the reader, under the socket lock, removes buffers from rx_ready;
- * the softirq only appends. So the reader may copy from the first buffer
- * without holding hs->lock. Readers sharing a socket take turns under the
- * socket lock; one whose zero-copy read of the SRCAVAIL at the head is in
- * flight has dropped it, and owns the head until it is done
- * (HPS_F_ZC_RX_BUSY): the others, peeking ones included, wait for it
- * (hps_rx_readable()).
+ * Only readers and the connection work (hps_rx_release_dead()), under the
+ * socket lock, remove buffers from rx_ready; the softirq only appends. So
+ * the reader may copy from the first buffer without holding hs->lock.
+ * Readers sharing a socket take turns under the socket lock; one whose
+ * zero-copy read of the SRCAVAIL at the head is in flight has dropped it,
+ * and owns the head until it is done (HPS_F_ZC_RX_BUSY): the others,
+ * peeking ones included, wait for it (hps_rx_readable()).
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -279,8 +279,10 @@ bool hps_rx_readable(struct hps_sock *hs)
  * walk it under the socket lock) except one whose zero-copy read owns
  * the head (HPS_F_ZC_RX_BUSY), which gives that one back itself.
  *
- * Context: connection work (HPS_W_RX_DEAD, kicked by
- * hps_zc_rx_abandon()), socket lock held.
+ * Context: process, socket lock held: the connection work (HPS_W_RX_DEAD,
+ * kicked by hps_zc_rx_abandon()), or hps_zc_rd_release() (a reader's, or
+ * the connection work's reap, in teardown too: nothing is reposted once
+ * the connection is down).
  */
 void hps_rx_release_dead(struct hps_sock *hs)
 {

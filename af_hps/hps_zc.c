@@ -1044,7 +1044,10 @@ int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len)
 	lockdep_assert_held(&hs->lock);
 	switch (type) {
 	case HPS_MSG_SRCAVAIL:
+		/* not while one is outstanding: unread, or its answer owed */
 		if (len != sizeof(*sa) || hs->zc_rx ||
+		    test_bit(HPS_F_ZC_DONE_OWED, &hs->flags) ||
+		    test_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags) ||
 		    test_bit(HPS_F_FIN_RCVD, &hs->flags))
 			return -EPROTO;
 		n = be32_to_cpu(sa->len);
@@ -1288,7 +1291,14 @@ int hps_zc_recv(struct hps_sock *hs, struct msghdr *msg, size_t len)
 	might_sleep();
 	spin_lock_bh(&hs->lock);
 	b = hs->zc_rx;
-	if (!b || test_and_set_bit(HPS_F_ZC_RX_BUSY, &hs->flags)) {
+	/*
+	 * Only at the head of the queue: hps_rx_zc() checked that, but
+	 * dropped hs->lock since, and the SRCAVAIL it saw may have been
+	 * abandoned and a new one queued behind the rest sent by copy.
+	 */
+	if (!b ||
+	    b != list_first_entry(&hs->rx_ready, struct hps_buf, list) ||
+	    test_and_set_bit(HPS_F_ZC_RX_BUSY, &hs->flags)) {
 		spin_unlock_bh(&hs->lock);
 		return 0;
 	}
