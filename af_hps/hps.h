@@ -10,9 +10,11 @@
  *   socket lock (lock_sock)          socket state, addresses, cm_id, qp,
  *                                    buffer rings' setup and teardown, the
  *                                    reader's use of the rx ready list head
+ *     -> hps_dev.cq_mutex            making a device's next shared CQ
+ *       -> hps_dev.lock (spin, BH)   a device's CQ entry reservations and
+ *                                    its list of connections
  *     -> hps_sock.lock (spin, BH)    credits, ring indices, rx ready list,
  *                                    everything the CQ handlers touch
- *       -> hps_dev.lock (spin, BH)   CQ entry reservations
  *
  *   hps_net.socks_lock (spin, BH)    a namespace's socket list; nothing
  *                                    else is taken under it
@@ -51,6 +53,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/uio.h>
@@ -201,30 +204,48 @@ struct hps_hdr {
 
 /* ---- per-device state (hps_ib.c) ---- */
 
+/* Completion queues a device gets at most (module parameter max_cqs). */
+#define HPS_DEV_CQS_MAX		64
+
+/**
+ * struct hps_cq - a completion queue shared by connections of a device
+ * @cq: the CQ, polled in softirq
+ * @size: entries
+ * @used: entries reserved by connections (hps_dev.lock)
+ */
+struct hps_cq {
+	struct ib_cq	*cq;
+	int		size;
+	int		used;
+};
+
 /**
  * struct hps_dev - an RDMA device AF_HPS uses
  * @list: entry in the device list, protected by hps_dev_mutex
  * @ibdev: the device
  * @pd: protection domain of every AF_HPS QP on the device
- * @cq: completion queue shared by every AF_HPS QP on the device
- * @cq_size: CQ entries allocated
- * @lock: protects @cq_used, @conns, @dead and @released
- * @cq_used: CQ entries reserved by connections
+ * @cqs: its completion queues, shared by every AF_HPS QP on the device:
+ *	 the first made with the device, the others when those are full;
+ *	 @ncqs of them, each published under @lock and freed with the device
+ * @ncqs: see @cqs
+ * @cq_mutex: serialises making a new CQ (taken under a socket lock;
+ *	      @lock nests inside it)
+ * @lock: protects the CQs' @used, @ncqs, @conns, @dead and @released
  * @conns: connections (hps_sock.dev_node) with a QP on this device
  * @dead: the device is being removed; no new connections
  * @ref: lifetime; the device list, each connection and each zero-copy
  *	 send under way hold one
  * @released: removal's completion, completed when @ref drops to zero (the
- *	      CQ and PD are freed by then); set with @dead
+ *	      CQs and PD are freed by then); set with @dead
  */
 struct hps_dev {
 	struct list_head	list;
 	struct ib_device	*ibdev;
 	struct ib_pd		*pd;
-	struct ib_cq		*cq;
-	int			cq_size;
+	struct hps_cq		cqs[HPS_DEV_CQS_MAX];
+	int			ncqs;
+	struct mutex		cq_mutex;	/* see @cq_mutex above */
 	spinlock_t		lock;		/* see @lock above */
-	int			cq_used;
 	struct list_head	conns;
 	bool			dead;
 	struct kref		ref;
@@ -314,7 +335,8 @@ enum {
  * @qp: connection QP, same lock as @cm_id
  * @dev: device of @qp, holds a reference
  * @dev_node: entry in hps_dev.conns, protected by hps_dev.lock
- * @cq_reserved: CQ entries reserved on @dev
+ * @cq: the CQ of @dev its QP uses
+ * @cq_reserved: CQ entries reserved on @cq
  * @local: local address (bind, connect, accept)
  * @peer: peer address
  * @parent: listener of a child not yet accepted (holds a reference)
@@ -445,6 +467,7 @@ struct hps_sock {
 	struct ib_qp		*qp;
 	struct hps_dev		*dev;
 	struct list_head	dev_node;
+	struct hps_cq		*cq;
 	int			cq_reserved;
 	struct sockaddr_storage	local;
 	struct sockaddr_storage	peer;

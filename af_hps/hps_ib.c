@@ -3,15 +3,20 @@
  * AF_HPS: stream sockets over RDMA reliable connections.
  *
  * RDMA device layer: an ib_client that gives every device one protection
- * domain and one completion queue, polled in softirq and shared by all
+ * domain and a completion queue, polled in softirq and shared by all
  * AF_HPS connections on the device. Connections reserve CQ entries for
- * their QP's send and receive queues (drain WRs included); a connection
- * that does not fit fails with ENOBUFS.
+ * their QP's send and receive queues (drain WRs included). When every
+ * entry of the device's CQs is reserved, the next connection gets a new
+ * shared CQ, up to max_cqs of them (a device's CQs are bounded: rxe's hold
+ * 32,767 entries, some 800 connection ends' worth); never one per
+ * connection, which is what sank SDP. A connection that does not fit
+ * then fails with ENOBUFS.
  */
 
 #define KMSG_COMPONENT "af_hps"
 #define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
 
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
 
@@ -21,13 +26,38 @@ static struct ib_client hps_ib_client;
 static LIST_HEAD(hps_dev_list);		/* protected by hps_dev_mutex */
 static DEFINE_MUTEX(hps_dev_mutex);
 
+static unsigned int hps_max_cqs = 32;
+
+static int hps_max_cqs_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int err = kstrtouint(val, 0, &n);
+
+	if (err)
+		return err;
+	if (n < 1 || n > HPS_DEV_CQS_MAX)
+		return -EINVAL;
+	WRITE_ONCE(hps_max_cqs, n);
+	return 0;
+}
+
+static const struct kernel_param_ops hps_max_cqs_ops = {
+	.set	= hps_max_cqs_set,
+	.get	= param_get_uint,
+};
+module_param_cb(max_cqs, &hps_max_cqs_ops, &hps_max_cqs, 0644);
+MODULE_PARM_DESC(max_cqs, "completion queues a device may get, 1-64 (32)");
+
 static void hps_dev_release(struct kref *ref)
 {
 	struct hps_dev *dev = container_of(ref, struct hps_dev, ref);
 	struct completion *released = dev->released;
+	int i;
 
-	ib_free_cq(dev->cq);
+	for (i = 0; i < dev->ncqs; i++)
+		ib_free_cq(dev->cqs[i].cq);
 	ib_dealloc_pd(dev->pd);
+	mutex_destroy(&dev->cq_mutex);
 	kfree(dev);
 	if (released)
 		complete(released);
@@ -37,7 +67,7 @@ static void hps_dev_release(struct kref *ref)
  * hps_dev_put() - drop a device reference
  * @dev: the device
  *
- * The last one frees its CQ and PD: see hps_ib_remove_one().
+ * The last one frees its CQs and PD: see hps_ib_remove_one().
  *
  * Context: process, may sleep.
  */
@@ -71,30 +101,124 @@ struct hps_dev *hps_dev_get(struct ib_device *ibdev)
 	return found;
 }
 
+/*
+ * Reserve @ncqe entries for @hs on the first of @dev's first @limit CQs
+ * with room for them, and put @hs on the device's list, in one go: a
+ * device that is being removed aborts every connection on its list, so
+ * none may join it after its removal looked.
+ * Context: dev->lock held.
+ * Return: 0, -ENODEV if @dev is being removed, or -ENOSPC if no CQ has
+ * room.
+ */
+static int hps_dev_cq_take(struct hps_dev *dev, struct hps_sock *hs,
+			   int ncqe, int limit)
+{
+	int i;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->dead)
+		return -ENODEV;
+	for (i = 0; i < min(dev->ncqs, limit); i++) {
+		struct hps_cq *c = &dev->cqs[i];
+
+		if (c->size - c->used >= ncqe) {
+			c->used += ncqe;
+			list_add_tail(&hs->dev_node, &dev->conns);
+			hs->cq = c;
+			hs->cq_reserved = ncqe;
+			hs->dev = dev;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Entries of a new CQ of the device: as many as it allows, up to ours. */
+static int hps_dev_cq_size(struct hps_dev *dev)
+{
+	return min(dev->ibdev->attrs.max_cqe, HPS_CQ_MAX);
+}
+
+/*
+ * A new CQ for the device's @n-th, on its completion vector (n modulo
+ * the device's vectors: on hardware they interrupt different CPUs).
+ * Context: process.
+ * Return: the CQ or an ERR_PTR().
+ */
+static struct ib_cq *hps_dev_cq_alloc(struct hps_dev *dev, int n)
+{
+	struct ib_device *ibdev = dev->ibdev;
+
+	return ib_alloc_cq(ibdev, dev, hps_dev_cq_size(dev),
+			   n % max(ibdev->num_comp_vectors, 1),
+			   IB_POLL_SOFTIRQ);
+}
+
+/* The CQs a device may use now: max_cqs, and the device's own limit. */
+static int hps_dev_cq_limit(struct hps_dev *dev)
+{
+	return min_t(int, READ_ONCE(hps_max_cqs), dev->ibdev->attrs.max_cq);
+}
+
 /**
  * hps_dev_reserve() - reserve CQ entries for a connection
  * @dev: the device, referenced by the caller; the reference moves to @hs
  * @hs: the connection
  * @ncqe: entries needed
  *
- * Return: 0, -ENOBUFS if the CQ is full or -ENODEV if @dev is being removed.
+ * On the first of the device's CQs with room (of the first max_cqs: a
+ * lower max_cqs leaves the others to the connections on them); with none,
+ * on a new one, while the device has fewer than max_cqs.
+ *
+ * Context: process, may sleep (making a CQ); the socket lock held.
+ * Return: 0, -ENOBUFS if no CQ has room and no more may be made (or the
+ * device could not make one), or -ENODEV if @dev is being removed.
  */
 int hps_dev_reserve(struct hps_dev *dev, struct hps_sock *hs, int ncqe)
 {
-	int err = 0;
+	int limit = hps_dev_cq_limit(dev), size = hps_dev_cq_size(dev);
+	struct ib_cq *cq;
+	int err;
 
+	might_sleep();
+	if (ncqe > size)
+		return -ENOBUFS;	/* more than a whole CQ: never fits */
 	spin_lock_bh(&dev->lock);
-	if (dev->dead)
-		err = -ENODEV;
-	else if (dev->cq_used + ncqe > dev->cq_size)
+	err = hps_dev_cq_take(dev, hs, ncqe, limit);
+	if (err == -ENOSPC && dev->ncqs >= limit)
 		err = -ENOBUFS;
-	if (!err) {
-		dev->cq_used += ncqe;
-		list_add_tail(&hs->dev_node, &dev->conns);
-		hs->cq_reserved = ncqe;
-		hs->dev = dev;
-	}
 	spin_unlock_bh(&dev->lock);
+	if (err != -ENOSPC)
+		return err;
+
+	mutex_lock(&dev->cq_mutex);
+	spin_lock_bh(&dev->lock);	/* one may have been made meanwhile */
+	err = hps_dev_cq_take(dev, hs, ncqe, limit);
+	if (err == -ENOSPC && dev->ncqs >= limit)
+		err = -ENOBUFS;
+	spin_unlock_bh(&dev->lock);
+	if (err != -ENOSPC)
+		goto out_unlock;
+	cq = hps_dev_cq_alloc(dev, dev->ncqs);
+	if (IS_ERR(cq)) {
+		pr_warn_ratelimited("%s: no completion queue %d: %ld\n",
+				    dev_name(&dev->ibdev->dev), dev->ncqs + 1,
+				    PTR_ERR(cq));
+		err = -ENOBUFS;
+		goto out_unlock;
+	}
+	spin_lock_bh(&dev->lock);
+	dev->cqs[dev->ncqs].cq = cq;
+	dev->cqs[dev->ncqs].size = size;
+	dev->cqs[dev->ncqs].used = 0;
+	dev->ncqs++;	/* freed with the device, even if it is dead now */
+	err = hps_dev_cq_take(dev, hs, ncqe, dev->ncqs);
+	spin_unlock_bh(&dev->lock);
+	if (!err)
+		pr_info("%s: completion queue %d (%d entries)\n",
+			dev_name(&dev->ibdev->dev), dev->ncqs, size);
+out_unlock:
+	mutex_unlock(&dev->cq_mutex);
 	return err;
 }
 
@@ -112,9 +236,10 @@ void hps_dev_unreserve(struct hps_sock *hs)
 	if (!dev)
 		return;
 	spin_lock_bh(&dev->lock);
-	dev->cq_used -= hs->cq_reserved;
+	hs->cq->used -= hs->cq_reserved;
 	list_del_init(&hs->dev_node);
 	spin_unlock_bh(&dev->lock);
+	hs->cq = NULL;
 	hs->cq_reserved = 0;
 	hs->dev = NULL;
 	hps_dev_put(dev);
@@ -123,13 +248,15 @@ void hps_dev_unreserve(struct hps_sock *hs)
 static int hps_ib_add_one(struct ib_device *ibdev)
 {
 	struct hps_dev *dev;
-	int err;
+	struct ib_cq *cq;
+	int err, size;
 
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;
 	spin_lock_init(&dev->lock);
+	mutex_init(&dev->cq_mutex);
 	INIT_LIST_HEAD(&dev->conns);
 	kref_init(&dev->ref);
 
@@ -138,24 +265,27 @@ static int hps_ib_add_one(struct ib_device *ibdev)
 		err = PTR_ERR(dev->pd);
 		goto out_free;
 	}
-	dev->cq_size = min(ibdev->attrs.max_cqe, HPS_CQ_MAX);
-	dev->cq = ib_alloc_cq(ibdev, dev, dev->cq_size, 0, IB_POLL_SOFTIRQ);
-	if (IS_ERR(dev->cq)) {
-		err = PTR_ERR(dev->cq);
+	cq = hps_dev_cq_alloc(dev, 0);
+	if (IS_ERR(cq)) {
+		err = PTR_ERR(cq);
 		goto out_dealloc_pd;
 	}
+	size = hps_dev_cq_size(dev);
+	dev->cqs[0].cq = cq;
+	dev->cqs[0].size = size;
+	dev->ncqs = 1;
 
 	mutex_lock(&hps_dev_mutex);
 	list_add_tail(&dev->list, &hps_dev_list);
 	mutex_unlock(&hps_dev_mutex);
 	ib_set_client_data(ibdev, &hps_ib_client, dev);
-	pr_info("using %s (%d CQ entries)\n", dev_name(&ibdev->dev),
-		dev->cq_size);
+	pr_info("using %s (%d CQ entries)\n", dev_name(&ibdev->dev), size);
 	return 0;
 
 out_dealloc_pd:
 	ib_dealloc_pd(dev->pd);
 out_free:
+	mutex_destroy(&dev->cq_mutex);
 	kfree(dev);
 	return err;
 }

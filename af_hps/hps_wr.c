@@ -275,8 +275,8 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 	struct ib_qp_init_attr attr = {
 		.event_handler	= hps_wr_qp_event,
 		.qp_context	= hs,
-		.send_cq	= hs->dev->cq,
-		.recv_cq	= hs->dev->cq,
+		.send_cq	= hs->cq->cq,
+		.recv_cq	= hs->cq->cq,
 		.cap = {
 			/* + drain + probe; hps_zc_setup() adds zero copy's */
 			.max_send_wr	 = hs->ntx + HPS_NCTRL + 2,
@@ -318,7 +318,7 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
  * Context: connection work, socket lock held. On error the caller tears
  * down what was set up with hps_wr_teardown().
  * Return: 0, -ENOBUFS at the namespace's memory limit (net.hps.mem) or
- * with the device's completion queue full, or another -errno.
+ * with no room on the device's completion queues, or another -errno.
  */
 int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 {
