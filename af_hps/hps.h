@@ -232,6 +232,7 @@ struct hps_cq {
  *	      @lock nests inside it)
  * @lock: protects the CQs' @used, @ncqs, @conns, @dead and @released
  * @conns: connections (hps_sock.dev_node) with a QP on this device
+ * @iwarp: an iWARP device (its driver binds TCP sockets)
  * @dead: the device is being removed; no new connections
  * @ref: lifetime; the device list, each connection and each zero-copy
  *	 send under way hold one
@@ -247,6 +248,7 @@ struct hps_dev {
 	struct mutex		cq_mutex;	/* see @cq_mutex above */
 	spinlock_t		lock;		/* see @lock above */
 	struct list_head	conns;
+	bool			iwarp;
 	bool			dead;
 	struct kref		ref;
 	struct completion	*released;
@@ -670,6 +672,7 @@ int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 
 /* hps_ib.c */
 int hps_ib_register(void);
+bool hps_ib_have_iwarp(void);
 void hps_ib_unregister(void);
 struct hps_dev *hps_dev_get(struct ib_device *ibdev);
 void hps_dev_put(struct hps_dev *dev);

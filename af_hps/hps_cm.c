@@ -318,8 +318,17 @@ static int hps_cm_bind_held(struct hps_sock *hs,
 				       IPPROTO_TCP, &tcp);
 		if (err)
 			return err;
-		sock_set_reuseaddr(tcp->sk);
+		/*
+		 * The TCP stack chooses a port from the whole ephemeral range
+		 * only for a socket without SO_REUSEADDR (6.1 gives the others
+		 * half of it, too few for many thousand connections): that
+		 * comes after such a bind, in time for the driver's.
+		 */
+		if (hps_addr_port(addr))
+			sock_set_reuseaddr(tcp->sk);
 		err = kernel_bind(tcp, (struct sockaddr *)&a, len);
+		if (!err && !hps_addr_port(addr))
+			sock_set_reuseaddr(tcp->sk);
 		if (!err)
 			err = kernel_getsockname(tcp, (struct sockaddr *)&a);
 		if (err >= 0)
@@ -339,6 +348,24 @@ static int hps_cm_bind_held(struct hps_sock *hs,
 			return err;
 	}
 	return err;
+}
+
+/*
+ * Bind the id of a connect() without bind() to the wildcard address and a
+ * port of rdma_cm's choosing, from the whole ephemeral range, avoiding
+ * only its own; with an iWARP device in use the port must be free in the
+ * TCP stack as well (hps_cm_bind_held()). No TCP socket otherwise: the
+ * port is rdma_cm's alone.
+ * Context: process, socket lock held. Return: 0 or -errno.
+ */
+static int hps_cm_bind_any(struct hps_sock *hs, sa_family_t family)
+{
+	struct sockaddr_storage any = { .ss_family = family };
+
+	sock_owned_by_me(&hs->sk);
+	if (hps_ib_have_iwarp())
+		return hps_cm_bind_held(hs, &any);
+	return rdma_bind_addr(hs->cm_id, (struct sockaddr *)&any);
 }
 
 /* Check a user address; copy it to @ss. Return: 0 or -errno as TCP. */
@@ -546,11 +573,7 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 			return err;
 		}
 		if (!hs->local.ss_family) {
-			struct sockaddr_storage any = {
-				.ss_family = ss.ss_family,
-			};
-
-			err = hps_cm_bind_held(hs, &any);
+			err = hps_cm_bind_any(hs, ss.ss_family);
 			if (err) {
 				struct rdma_cm_id *id = hs->cm_id;
 

@@ -25,6 +25,8 @@
 static struct ib_client hps_ib_client;
 static LIST_HEAD(hps_dev_list);		/* protected by hps_dev_mutex */
 static DEFINE_MUTEX(hps_dev_mutex);
+/* iWARP devices among them: see hps_ib_have_iwarp() */
+static atomic_t hps_iwarp_devs = ATOMIC_INIT(0);
 
 static unsigned int hps_max_cqs = 32;
 
@@ -275,6 +277,9 @@ static int hps_ib_add_one(struct ib_device *ibdev)
 	dev->cqs[0].size = size;
 	dev->ncqs = 1;
 
+	dev->iwarp = rdma_protocol_iwarp(ibdev, rdma_start_port(ibdev));
+	if (dev->iwarp)
+		atomic_inc(&hps_iwarp_devs);
 	mutex_lock(&hps_dev_mutex);
 	list_add_tail(&dev->list, &hps_dev_list);
 	mutex_unlock(&hps_dev_mutex);
@@ -307,6 +312,8 @@ static void hps_ib_remove_one(struct ib_device *ibdev, void *client_data)
 	mutex_lock(&hps_dev_mutex);
 	list_del(&dev->list);
 	mutex_unlock(&hps_dev_mutex);
+	if (dev->iwarp)
+		atomic_dec(&hps_iwarp_devs);
 
 	spin_lock_bh(&dev->lock);
 	dev->dead = true;
@@ -323,6 +330,23 @@ static struct ib_client hps_ib_client = {
 	.add	= hps_ib_add_one,
 	.remove	= hps_ib_remove_one,
 };
+
+/**
+ * hps_ib_have_iwarp() - is an iWARP device in use?
+ *
+ * Their drivers bind TCP sockets to the ports rdma_cm chose, which must
+ * then be free in the TCP stack as well (hps_cm_bind_held()). A device
+ * added between a connect()'s bind and its address resolution is not
+ * known to the bind: then the driver's own bind may fail, and with it
+ * the connect() (EADDRINUSE), once in a while.
+ *
+ * Context: any.
+ * Return: true if one is.
+ */
+bool hps_ib_have_iwarp(void)
+{
+	return atomic_read(&hps_iwarp_devs) > 0;
+}
 
 /**
  * hps_ib_register() - start using RDMA devices
