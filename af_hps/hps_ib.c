@@ -162,6 +162,35 @@ static int hps_dev_cq_limit(struct hps_dev *dev)
 	return min_t(int, READ_ONCE(hps_max_cqs), dev->ibdev->attrs.max_cq);
 }
 
+/* @cq, of @size entries, becomes the device's next CQ. dev->lock held. */
+static void hps_dev_cq_add(struct hps_dev *dev, struct ib_cq *cq, int size)
+{
+	struct hps_cq *c = &dev->cqs[dev->ncqs];
+
+	lockdep_assert_held(&dev->lock);
+	c->cq = cq;
+	c->size = size;
+	c->used = 0;
+	dev->ncqs++;
+}
+
+/*
+ * hps_dev_cq_take() under the device's lock: -ENOSPC if a new CQ may
+ * still be made, -ENOBUFS if not.
+ */
+static int hps_dev_cq_try(struct hps_dev *dev, struct hps_sock *hs,
+			  int ncqe, int limit)
+{
+	int err;
+
+	spin_lock_bh(&dev->lock);
+	err = hps_dev_cq_take(dev, hs, ncqe, limit);
+	if (err == -ENOSPC && dev->ncqs >= limit)
+		err = -ENOBUFS;
+	spin_unlock_bh(&dev->lock);
+	return err;
+}
+
 /**
  * hps_dev_reserve() - reserve CQ entries for a connection
  * @dev: the device, referenced by the caller; the reference moves to @hs
@@ -185,20 +214,12 @@ int hps_dev_reserve(struct hps_dev *dev, struct hps_sock *hs, int ncqe)
 	might_sleep();
 	if (ncqe > size)
 		return -ENOBUFS;	/* more than a whole CQ: never fits */
-	spin_lock_bh(&dev->lock);
-	err = hps_dev_cq_take(dev, hs, ncqe, limit);
-	if (err == -ENOSPC && dev->ncqs >= limit)
-		err = -ENOBUFS;
-	spin_unlock_bh(&dev->lock);
+	err = hps_dev_cq_try(dev, hs, ncqe, limit);
 	if (err != -ENOSPC)
 		return err;
 
 	mutex_lock(&dev->cq_mutex);
-	spin_lock_bh(&dev->lock);	/* one may have been made meanwhile */
-	err = hps_dev_cq_take(dev, hs, ncqe, limit);
-	if (err == -ENOSPC && dev->ncqs >= limit)
-		err = -ENOBUFS;
-	spin_unlock_bh(&dev->lock);
+	err = hps_dev_cq_try(dev, hs, ncqe, limit);	/* made meanwhile? */
 	if (err != -ENOSPC)
 		goto out_unlock;
 	cq = hps_dev_cq_alloc(dev, dev->ncqs);
@@ -210,10 +231,7 @@ int hps_dev_reserve(struct hps_dev *dev, struct hps_sock *hs, int ncqe)
 		goto out_unlock;
 	}
 	spin_lock_bh(&dev->lock);
-	dev->cqs[dev->ncqs].cq = cq;
-	dev->cqs[dev->ncqs].size = size;
-	dev->cqs[dev->ncqs].used = 0;
-	dev->ncqs++;	/* freed with the device, even if it is dead now */
+	hps_dev_cq_add(dev, cq, size);	/* freed with the device, even dead */
 	err = hps_dev_cq_take(dev, hs, ncqe, dev->ncqs);
 	spin_unlock_bh(&dev->lock);
 	if (!err)
@@ -273,9 +291,9 @@ static int hps_ib_add_one(struct ib_device *ibdev)
 		goto out_dealloc_pd;
 	}
 	size = hps_dev_cq_size(dev);
-	dev->cqs[0].cq = cq;
-	dev->cqs[0].size = size;
-	dev->ncqs = 1;
+	spin_lock_bh(&dev->lock);
+	hps_dev_cq_add(dev, cq, size);
+	spin_unlock_bh(&dev->lock);
 
 	dev->iwarp = rdma_protocol_iwarp(ibdev, rdma_start_port(ibdev));
 	if (dev->iwarp)
