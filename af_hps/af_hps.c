@@ -273,7 +273,10 @@ static void hps_get_info(struct hps_sock *hs, struct hps_info *info)
 		info->hpsi_peer_credits = hps_peer_credits(hs);
 		info->hpsi_buf_size = hs->buf_size;
 		info->hpsi_rx_bufs = hs->nrx;
+		info->hpsi_rx_win = hs->rx_win;
+		info->hpsi_rx_buf = hps_cls_bytes(hs->buf_size, hs->rx_want);
 	}
+	info->hpsi_mem = (u64)READ_ONCE(hs->mem_pages) << PAGE_SHIFT;
 	info->hpsi_tx_bytes = hs->tx_bytes;
 	info->hpsi_rx_bytes = hs->rx_bytes;
 	spin_unlock_bh(&hs->lock);

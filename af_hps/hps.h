@@ -69,7 +69,7 @@ struct hps_inject_wc;
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
 #define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
-#define HPS_PROTO_VERSION	4
+#define HPS_PROTO_VERSION	5
 
 /**
  * struct hps_hello - CM private data of the connect request and reply
@@ -77,8 +77,11 @@ struct hps_inject_wc;
  * @version: protocol version, %HPS_PROTO_VERSION
  * @flags: must be zero
  * @reserved: must be zero
- * @credits: receive buffers the sender has posted (initial credits)
- * @buf_size: bytes per receive buffer, header included
+ * @credits: the largest window the sender grants (receive buffers)
+ * @buf_size: the sender's largest receive buffer, header included
+ *
+ * Each end starts with %HPS_CREDITS_MIN credits and the reserve, all for
+ * buffers of class 0 (%HPS_BUF_MIN bytes): see hps_hdr.credits.
  */
 struct hps_hello {
 	__be32	magic;
@@ -98,7 +101,19 @@ enum hps_msg_type {
 	HPS_MSG_RDMA_DONE = 6,	/* zero copy: all of it was read; len 0 */
 	HPS_MSG_SENDSM	= 7,	/* zero copy: send the rest by copy; __be32 */
 	HPS_MSG_CANCEL	= 8,	/* zero copy: sender gives up; len 0 */
+	HPS_MSG_SHRINK	= 9,	/* give buffers back: struct hps_shrink */
+	HPS_MSG_PAD	= 10,	/* takes a credit, carries nothing; len 0 */
 };
+
+/**
+ * struct hps_shrink - payload of HPS_MSG_SHRINK
+ * @cls: PAD the sender's buffers above this class
+ * @window: and those beyond this many credits
+ */
+struct hps_shrink {
+	__be32	cls;
+	__be32	window;
+} __packed;
 
 /**
  * struct hps_srcavail - payload of HPS_MSG_SRCAVAIL
@@ -119,26 +134,39 @@ struct hps_srcavail {
  * connection, on the first message after the FIN arrived (a CREDIT at once
  * if nothing else goes out).
  *
- * RESERVE: this message went into the receiver's reserve buffer, the one
- * receive buffer each end posts beyond its window. Only a CREDIT that
- * returns credits, or an ABORT, sent with no credit left, may use it: so
- * an end can always return credits, even when both ends are out of them.
+ * RESERVE: this message is counted against the receiver's reserve, the
+ * one receive buffer each end posts beyond its window, not against a
+ * credit (it fills the oldest posted buffer, as every message does).
+ * Only a CREDIT that returns credits, or an ABORT, sent with no credit
+ * left, may use it: so an end can always return credits, even when both
+ * ends are out of them.
  *
  * RESERVE_BACK: the sender has reposted the reserve buffer the receiver
- * last sent into, which the receiver may use again. Sent on the first
- * message after the reserve message arrived (a CREDIT at once if nothing
- * else goes out).
+ * last sent into, which the receiver may use again: right after the
+ * buffers this message's credits announce, and as of class 0 (it is not
+ * a credit). Sent on the first message after the reserve message arrived
+ * (a CREDIT at once if nothing else goes out): the reserve is posted at
+ * once, and the buffers that come back after it wait for that message.
+ *
+ * MORE: on DATA, the sender had more bytes ready to send than this
+ * message carried; the receiver may grow its window (hps_rx.c).
  */
 #define HPS_MSG_F_FIN_ACK	0x80
 #define HPS_MSG_F_RESERVE	0x40
 #define HPS_MSG_F_RESERVE_BACK	0x20
-#define HPS_MSG_TYPE_MASK	0x1f
+#define HPS_MSG_F_MORE		0x10
+#define HPS_MSG_TYPE_MASK	0x0f
 
 /**
  * struct hps_hdr - header at the start of every SEND
  * @version: %HPS_PROTO_VERSION
  * @type: enum hps_msg_type, ORed with the %HPS_MSG_F_ flags
- * @credits: receive buffers the sender has reposted since its last message
+ * @credits: receive buffers the sender has posted since its last message,
+ *	     in the low 12 bits (%HPS_CR_COUNT), and their class above
+ *	     (%HPS_CR_CLS_SHIFT): each buffer takes a message of up to
+ *	     hps_cls_bytes(the sender's buf_size, class) bytes, header
+ *	     included. The receiver's messages fill them in the order they
+ *	     were posted: the first message takes the oldest.
  * @len: payload bytes following the header
  */
 struct hps_hdr {
@@ -149,6 +177,9 @@ struct hps_hdr {
 } __packed;
 
 #define HPS_HDR_LEN		sizeof(struct hps_hdr)
+#define HPS_CR_COUNT		0x0fff
+#define HPS_CR_CLS_SHIFT	12
+#define HPS_CLS_MAX		8	/* HPS_BUF_MIN << 8: HPS_BUF_MAX */
 
 /* ---- limits ---- */
 
@@ -187,6 +218,10 @@ struct hps_hdr {
 #define HPS_REG_CACHE_MAX	BIT(30)	/* largest zcopy_cache_bytes */
 #define HPS_REG_CACHE_DEFAULT	(64 << 20)
 #define HPS_REG_HASH_BITS	7
+#define HPS_RX_IDLE		HZ	/* no data for that long: shrink */
+#define HPS_RX_SHRINKS_MAX	4	/* SHRINKs an idle window sends */
+/* no window grows while this many bytes wait to be read (hps_rx_grow()) */
+#define HPS_RX_UNREAD_MAX	(256 << 10)
 #define HPS_KA_DEFAULT_MS	10000	/* keepalive_ms: idle before a probe */
 #define HPS_KA_MAX_MS		3600000
 #define HPS_KA_PROBES_DEFAULT	9	/* keepalive_probes, as TCP's */
@@ -259,24 +294,57 @@ struct hps_dev {
 /**
  * struct hps_buf - one DMA-mapped kernel bounce buffer
  * @cqe: completion callback of the WR using this buffer
- * @list: rx: entry in hps_sock.rx_ready while it holds unread data
- * @buf: kernel address; header first
+ * @list: rx: entry in hps_sock.rx_ready while it holds unread data, or in
+ *	  rx_wait or rx_park while it waits to be posted again
+ * @buf: kernel address (rx and control: header first; tx: payload only),
+ *	 NULL while the descriptor has no buffer
  * @dma: bus address, 0 when unmapped
- * @len: rx: payload bytes; tx: payload bytes filled
+ * @size: bytes at @buf
+ * @len: rx: payload bytes (of the last DATA buffer on rx_ready, grows
+ *	 under hs->lock while a reader copies below it: hps_rx_coalesce();
+ *	 of any, under both locks, when the connection work collapses them:
+ *	 hps_rx_collapse()); tx: payload bytes filled
  * @off: rx: payload bytes already consumed by the reader
+ * @sent: tx: payload bytes posted so far (a buffer may go out in pieces)
+ * @pieces: tx: work requests posted for it so far
+ * @done: tx: of those, completed
  * @type: message type last sent (tx) or received and queued (rx)
+ * @cls: rx: the class it was allocated for (@size is its hps_cls_bytes())
+ * @ann: rx: the class it was announced as when last posted (at most @cls)
  * @dead: rx SRCAVAIL: fully read or abandoned; a reader passing it or
  *	  the connection work (hps_rx_release_dead()) reposts it
+ * @data: rx: it held DATA, or is new in a window that grew, and waits to
+ *	  be posted (rx_pending_data)
+ * @keep: rx: too large for the window, but no memory for a smaller one:
+ *	  posted as of the class wanted now (hps_rx_realloc())
  */
 struct hps_buf {
 	struct ib_cqe		cqe;
 	struct list_head	list;
 	void			*buf;
 	u64			dma;
+	u32			size;
 	u32			len;
 	u32			off;
+	u32			sent;
+	u16			pieces;
+	u16			done;
 	u8			type;
+	u8			cls;
+	u8			ann;
 	bool			dead;
+	bool			data;
+	bool			keep;
+};
+
+/**
+ * struct hps_cr_run - credits for peer buffers of one class, in order
+ * @n: how many
+ * @cls: their class
+ */
+struct hps_cr_run {
+	u16	n;
+	u8	cls;
 };
 
 /* hps_sock.flags bits (atomic bitops) */
@@ -325,6 +393,7 @@ enum {
 	HPS_W_DEV_GONE,		/* rdma_cm: the id's device is being removed */
 	HPS_W_ZC_REAP,		/* an orphaned RDMA Read completed */
 	HPS_W_RX_DEAD,		/* abandoned SRCAVAILs hold receive buffers */
+	HPS_W_RESIZE,		/* buffers to allocate, resize or free */
 };
 
 /**
@@ -385,30 +454,75 @@ enum {
  * @rx_stamp: jiffies of the last sign of life from the peer, a message
  *	      received or a probe it acknowledged (WRITE_ONCE() under
  *	      @lock, read locklessly by the keepalive timer)
- * @mem_pages: pages of @rx and @tx charged to the namespace
- *	       (hps_mem_charge()), 0 when none are; set by hps_wr_setup()
- *	       under the socket lock and cleared with the buffers by
- *	       hps_wr_free_bufs() (socket lock and @lock) or, at
- *	       destruction, __hps_wr_free_bufs()
+ * @mem_pages: pages of the buffers of @rx and @tx charged to the
+ *	       namespace (hps_mem_charge()), 0 when none are; changed with
+ *	       the buffers under the socket lock (WRITE_ONCE()), cleared by
+ *	       hps_wr_free_bufs() or, at destruction, __hps_wr_free_bufs()
+ * @memcg: the memory cgroup the socket's buffers are charged to: its
+ *	   creator's, an accepted socket's listener's (a reference)
+ * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
+ *		(hps_rx_idle()); runs while the window is larger than the
+ *		smallest or send buffers are allocated, and holds a socket
+ *		reference while pending
  * @lock: protects everything below, taken from softirq (BH-safe)
  * @nudges: first messages repeated so far
- * @nrx: our window, the credits given to the peer; %HPS_RX_RESERVE more
- *	  receive buffers are posted (hps_rx_bufs())
- * @ntx: send buffers
- * @buf_size: bytes per buffer, header included
- * @peer_buf_size: peer's buffer size from its hello
- * @peer_credits_max: peer's window from its hello
- * @msg_max: payload bytes per message
- * @rx: receive buffers
- * @tx: send buffers
+ * @nrx: our largest window, the most credits the peer may hold; one
+ *	  receive descriptor more for the reserve (hps_rx_bufs())
+ * @ntx: send buffers, and the most DATA work requests in flight
+ * @buf_size: our largest buffer, header included (hps_cls_bytes())
+ * @peer_buf_size: peer's largest buffer from its hello
+ * @peer_credits_max: peer's largest window from its hello
+ * @peer_top: class of @peer_buf_size
+ * @rx: receive descriptors, hps_rx_bufs() of them; those without a buffer
+ *	are on no list (their @buf is NULL)
+ * @tx: send buffers (allocated by the writer when it needs them)
+ * @tx_hdr: the headers of DATA work requests, @ntx of them, used in turn
+ * @tx_hdr_dma: their bus address
  * @ctrl: control message buffers (header only)
+ * @rx_win: our window now: credit buffers to keep (%HPS_CREDITS_MIN up
+ *	    to @nrx)
+ * @rx_want: class of the buffers to post now (0 up to @rx_top)
+ * @rx_top: class of @buf_size
+ * @rx_cls: class of the buffers in @rx_pending (the next header's)
+ * @rx_nbuf: receive buffers allocated (the reserve's included)
+ * @rx_out: credits the peer holds: announced and not yet used
+ * @rx_wait: buffers that wait for the next header before they are posted
+ *	     (their class is not @rx_cls, or the reserve, posted again, waits
+ *	     to be announced: @rx_reserve_owed)
+ * @rx_park: buffers for the connection work (HPS_W_RESIZE) to resize or
+ *	     free
+ * @rx_shrink_owed: send SHRINK: the window shrank
+ * @rx_shrinks: SHRINKs sent since the window last grew
+ * @rx_max_cls: the window grows to this class at most: its top class, or
+ *		lower since a buffer could not be had (until it shrinks)
+ * @rx_max_win: and to this many buffers at most (likewise)
+ * @rx_reserve_taken: the peer sent into our reserve and has not been
+ *		      told it is back (HPS_MSG_F_RESERVE_BACK)
+ * @rx_data_stamp: jiffies of the last DATA or SRCAVAIL received
  * @rx_ready: received DATA and SRCAVAIL buffers not yet fully read or
  *	      given back, oldest first
  * @rx_queued: unread payload bytes in @rx_ready
  * @rx_nready: buffers in @rx_ready
  * @rx_pending: reposted receive buffers not yet announced to the peer
- * @rx_pending_data: how many of @rx_pending held DATA
+ * @rx_pending_data: how many of @rx_pending held DATA or are new
  * @tx_credits: peer receive buffers we may still fill
+ * @tx_cr: the classes of those buffers and of the reserve's, in the order
+ *	   our messages fill them (a ring of runs)
+ * @tx_cr_cap: entries of @tx_cr
+ * @tx_cr_first: first run of @tx_cr
+ * @tx_cr_nruns: runs in @tx_cr
+ * @tx_pad: the peer asked for its buffers above class @tx_pad_cls, and
+ *	    beyond @tx_pad_win, back (SHRINK): the buffers we held then not
+ *	    yet sent into, which PADs fill while nothing else goes out
+ * @tx_pad_cls: see @tx_pad
+ * @tx_pad_win: see @tx_pad
+ * @tx_nomem: a writer found no send buffer and no memory for one: no
+ *	      room for writers until a send completes
+ * @tx_wr_head: DATA work requests posted so far (@tx_hdr's index)
+ * @tx_wr_out: DATA work requests not known to be complete
+ * @tx_data_stamp: jiffies of the last DATA or SRCAVAIL posted
+ * @tx_pages: pages of the send buffers (changed under the socket lock,
+ *	      WRITE_ONCE(); read by the idle timer)
  * @peer_reserve: the peer's reserve buffer is posted for us (HPS_MSG_F_RESERVE)
  * @rx_reserve_owed: the peer sent into our reserve buffer, which is posted
  *		     again: tell it (HPS_MSG_F_RESERVE_BACK)
@@ -419,7 +533,8 @@ enum {
  * @tx_queued: payload bytes in tx slots not yet completed (SIOCOUTQ)
  * @ctrl_head: next control slot to use
  * @ctrl_done: first control slot not yet completed
- * @ack_thresh: explicit credit update when this many credits are pending
+ * @ack_thresh: explicit credit update when this percentage of the window
+ *		as it is now is pending (net.hps.ack_thresh)
  * @inline_max: largest message sent inline
  * @tx_bytes: payload bytes sent
  * @rx_bytes: payload bytes received
@@ -498,6 +613,8 @@ struct hps_sock {
 	struct ib_qp		*qp_err;
 	unsigned long		rx_stamp;
 	unsigned long		mem_pages;
+	struct mem_cgroup	*memcg;
+	struct timer_list	idle_timer;
 
 	spinlock_t		lock;		/* see @lock above */
 	u8			nudges;
@@ -506,16 +623,44 @@ struct hps_sock {
 	u32			buf_size;
 	u32			peer_buf_size;
 	u32			peer_credits_max;
-	u32			msg_max;
+	u8			peer_top;
 	struct hps_buf		*rx;
 	struct hps_buf		*tx;
+	struct hps_hdr		*tx_hdr;
+	u64			tx_hdr_dma;
 	struct hps_buf		*ctrl;
+	u32			rx_win;
+	u8			rx_want;
+	u8			rx_top;
+	u8			rx_cls;
+	u32			rx_nbuf;
+	u32			rx_out;
+	struct list_head	rx_wait;
+	struct list_head	rx_park;
+	bool			rx_shrink_owed;
+	u8			rx_shrinks;
+	u8			rx_max_cls;
+	u32			rx_max_win;
+	bool			rx_reserve_taken;
+	unsigned long		rx_data_stamp;
 	struct list_head	rx_ready;
 	u32			rx_queued;
 	u32			rx_nready;
 	u32			rx_pending;
 	u32			rx_pending_data;
 	u32			tx_credits;
+	struct hps_cr_run	*tx_cr;
+	u32			tx_cr_cap;
+	u32			tx_cr_first;
+	u32			tx_cr_nruns;
+	u32			tx_pad;
+	u8			tx_pad_cls;
+	u32			tx_pad_win;
+	bool			tx_nomem;
+	u32			tx_wr_head;
+	u32			tx_wr_out;
+	unsigned long		tx_data_stamp;
+	u32			tx_pages;
 	bool			peer_reserve;
 	bool			rx_reserve_owed;
 	u32			tx_done;
@@ -592,18 +737,33 @@ static inline u32 hps_rx_bufs(const struct hps_sock *hs)
 }
 
 /*
- * Buffers of our window the peer may still fill, at most (messages in
- * flight are not known): posted, announced and not holding unread data.
- * A peer that sent into the reserve without saying so can have one more
- * buffer queued than the window holds: 0 then. Context: hs->lock held.
+ * Credits the peer holds: buffers of our window announced to it and not
+ * used yet (messages in flight are not known). Context: hs->lock held.
  */
 static inline u32 hps_peer_credits(const struct hps_sock *hs)
 {
-	u32 used = hs->rx_pending + hs->rx_nready;
-
 	lockdep_assert_held(&hs->lock);
-	return hs->nrx > used ? hs->nrx - used : 0;
+	return hs->rx_out;
 }
+
+/*
+ * Bytes of a buffer of class @cls, header included, at an end whose
+ * largest buffer is @max bytes: HPS_BUF_MIN doubled @cls times, at most
+ * @max.
+ */
+static inline u32 hps_cls_bytes(u32 max, u8 cls)
+{
+	return min_t(u32, (u32)HPS_BUF_MIN << min_t(u8, cls, HPS_CLS_MAX),
+		     max);
+}
+
+/* The class of an end's largest buffer, @max bytes. */
+static inline u8 hps_top_cls(u32 max)
+{
+	return order_base_2(DIV_ROUND_UP(max, HPS_BUF_MIN));
+}
+
+void hps_sock_memcg_from(struct hps_sock *hs, struct hps_sock *from);
 
 /* ---- what the tracepoints report (hps_trace.h) ---- */
 
@@ -703,9 +863,15 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id);
 void hps_wr_teardown(struct hps_sock *hs);
 void hps_wr_free_bufs(struct hps_sock *hs);
 void __hps_wr_free_bufs(struct hps_sock *hs);
+int hps_wr_buf_alloc(struct hps_sock *hs, struct hps_buf *b, u32 size,
+		     enum dma_data_direction dir, bool more);
+void hps_wr_buf_free(struct hps_sock *hs, struct hps_buf *b,
+		     enum dma_data_direction dir);
 int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b);
 int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		     u32 len);
+int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
+		     bool more);
 int hps_wr_post_probe(struct hps_sock *hs);
 void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
 int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
@@ -722,6 +888,7 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force);
 bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
 		      u32 len);
 bool hps_tx_flushed(struct hps_sock *hs);
+bool hps_tx_credits_due(struct hps_sock *hs);
 bool hps_tx_fin_step(struct hps_sock *hs, int bit);
 void hps_tx_nudge(struct timer_list *t);
 void hps_tx_keepalive(struct timer_list *t);
@@ -734,6 +901,10 @@ u32 hps_ka_intvl_ms(struct hps_sock *hs);
 u32 hps_ka_cnt(struct hps_sock *hs);
 void hps_tx_fin_done(struct hps_sock *hs);
 void hps_splice_eof(struct socket *sock);
+void hps_tx_cr_push(struct hps_sock *hs, u32 n, u8 cls);
+void hps_tx_cr_pop(struct hps_sock *hs);
+void hps_tx_free_idle(struct hps_sock *hs);
+bool hps_tx_idle(struct hps_sock *hs);
 
 /* hps_rx.c */
 int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
@@ -741,6 +912,10 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_rx_readable(struct hps_sock *hs);
 void hps_rx_release_dead(struct hps_sock *hs);
+void hps_rx_post_waiting(struct hps_sock *hs);
+void hps_rx_resize(struct hps_sock *hs);
+void hps_rx_idle(struct timer_list *t);
+void hps_idle_arm(struct hps_sock *hs);
 ssize_t hps_splice_read(struct socket *sock, loff_t *ppos,
 			struct pipe_inode_info *pipe, size_t len,
 			unsigned int flags);
@@ -966,6 +1141,8 @@ enum hps_stat {
 	HPS_STAT_MEM_PRESSURE_ENTRIES,
 	HPS_STAT_MEM_LIMIT_FAILURES,
 	HPS_STAT_CREDIT_RESERVE,
+	HPS_STAT_RX_GROWS,
+	HPS_STAT_RX_SHRINKS,
 	HPS_STAT_MAX,
 };
 

@@ -115,6 +115,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	sk_stop_timer_sync(sk, &hs->nudge_timer);
 	sk_stop_timer_sync(sk, &hs->ka_timer);
 	sk_stop_timer_sync(sk, &hs->zc_timer);
+	sk_stop_timer_sync(sk, &hs->idle_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);
@@ -294,6 +295,8 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 		hps_zc_rx_reap(hs);
 	if (test_bit(HPS_W_RX_DEAD, &work))
 		hps_rx_release_dead(hs);
+	if (test_bit(HPS_W_RESIZE, &work))
+		hps_rx_resize(hs);
 	if (test_bit(HPS_W_DEV_GONE, &work))
 		id = hps_cm_dev_gone(hs);
 	if (test_bit(HPS_W_STATE, &work))

@@ -240,10 +240,11 @@ static void hps_conn_params(struct hps_sock *hs)
 	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
 		hs->ntx = clamp_t(u32, sk->sk_sndbuf / 2 / buf_size,
 				  HPS_CREDITS_MIN, HPS_CREDITS_MAX);
-	hs->ack_thresh = clamp_t(u32, hs->nrx * pct / 100, 1, hs->nrx - 1);
+	/* a power of two: the ring's free-running indices wrap cleanly */
+	hs->ntx = roundup_pow_of_two(hs->ntx);
+	hs->ack_thresh = pct;	/* of the window as it is (hps_tx.c) */
 	hs->inline_max = min_t(u32, READ_ONCE(hn->inline_max),
 			       HPS_INLINE_MAX);
-	hs->msg_max = buf_size - HPS_HDR_LEN;
 	/*
 	 * Keepalive: the socket's own options, else the namespace's as of
 	 * now; SO_KEEPALIVE, unless the application set it, is on when
@@ -261,6 +262,10 @@ static void hps_conn_params(struct hps_sock *hs)
 	hs->tx_credits = 0;
 	hs->peer_reserve = false;
 	hs->rx_reserve_owed = false;
+	hs->rx_reserve_taken = false;
+	hs->rx_shrink_owed = false;
+	hs->tx_pad = 0;
+	hs->tx_nomem = false;
 }
 
 /**
@@ -790,6 +795,7 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 		goto reject;
 	}
 	chs = hps_sk(sk);
+	hps_sock_memcg_from(chs, lhs);	/* as TCP's children, the listener's */
 	sk->sk_rcvbuf = lsk->sk_rcvbuf;
 	sk->sk_sndbuf = lsk->sk_sndbuf;
 	sk->sk_userlocks = lsk->sk_userlocks;

@@ -26,6 +26,8 @@
 #include <linux/workqueue.h>
 #include <net/tcp_states.h>
 
+#include <linux/memcontrol.h>
+
 #include "hps.h"
 
 #define CREATE_TRACE_POINTS
@@ -99,6 +101,24 @@ static void hps_sock_destruct(struct sock *sk)
 	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold);
 	__hps_wr_free_bufs(hs);
 	hps_inject_free(hs);
+	mem_cgroup_put(hs->memcg);
+}
+
+/**
+ * hps_sock_memcg_from() - charge a socket's buffers where another's go
+ * @hs: a new socket (an accepted connection, made by the connection work)
+ * @from: the socket whose memory cgroup it takes (its listener)
+ *
+ * Context: process.
+ */
+void hps_sock_memcg_from(struct hps_sock *hs, struct hps_sock *from)
+{
+	mem_cgroup_put(hs->memcg);
+	hs->memcg = from->memcg;
+#ifdef CONFIG_MEMCG
+	if (hs->memcg)
+		css_get(&hs->memcg->css);
+#endif
 }
 
 /**
@@ -111,18 +131,23 @@ void hps_sock_init(struct hps_sock *hs)
 	struct hps_net *hn = hps_net(sock_net(sk));
 
 	spin_lock_init(&hs->lock);
+	/* the creator's (a reference): its buffers are charged there */
+	hs->memcg = get_mem_cgroup_from_mm(current->mm);
 	INIT_LIST_HEAD(&hs->dev_node);
 	INIT_LIST_HEAD(&hs->accept_list);
 	INIT_LIST_HEAD(&hs->accept_node);
 	INIT_WORK(&hs->connd_wi, hps_connd_work);
 	INIT_LIST_HEAD(&hs->connd_events);
 	INIT_LIST_HEAD(&hs->rx_ready);
+	INIT_LIST_HEAD(&hs->rx_wait);
+	INIT_LIST_HEAD(&hs->rx_park);
 	INIT_WORK(&hs->connect_work, hps_cm_connect_work);
 	sk->sk_destruct = hps_sock_destruct;
 	timer_setup(&sk->sk_timer, hps_fin_timer, 0);
 	timer_setup(&hs->nudge_timer, hps_tx_nudge, 0);
 	timer_setup(&hs->ka_timer, hps_tx_keepalive, 0);
 	timer_setup(&hs->zc_timer, hps_zc_rd_timeout, 0);
+	timer_setup(&hs->idle_timer, hps_rx_idle, 0);
 	hs->ka_cqe.done = hps_tx_ka_done;
 	hps_inject_init(hs);
 	sk->sk_protocol = IPPROTO_TCP;

@@ -84,9 +84,12 @@ static void hps_diag_snap(struct hps_sock *hs, struct hps_diag_snap *s)
 		s->flow.hdf_tx_bufs = hs->ntx;
 		s->flow.hdf_peer_window = hs->peer_credits_max;
 		s->flow.hdf_buf_size = hs->buf_size;
+		s->flow.hdf_rx_win = hs->rx_win;
+		s->flow.hdf_rx_buf = hps_cls_bytes(hs->buf_size, hs->rx_want);
 	}
-	s->flow.hdf_rx_queued = hs->rx_queued;
-	s->flow.hdf_tx_queued = hs->tx_queued;
+	s->flow.hdf_mem_kib = READ_ONCE(hs->mem_pages) << (PAGE_SHIFT - 10);
+	s->flow.hdf_rx_queued = READ_ONCE(hs->rx_queued);
+	s->flow.hdf_tx_queued = READ_ONCE(hs->tx_queued);
 	s->flow.hdf_stalls = hs->tx_stalls;
 	s->flow.hdf_stalled = hs->tx_stalled;
 	s->cnt.hdc_tx_bytes = hs->tx_bytes;

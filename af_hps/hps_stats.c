@@ -50,6 +50,8 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_MEM_PRESSURE_ENTRIES] = "mem_pressure_entries",
 	[HPS_STAT_MEM_LIMIT_FAILURES] = "mem_limit_failures",
 	[HPS_STAT_CREDIT_RESERVE] = "credit_reserve",
+	[HPS_STAT_RX_GROWS] = "window_grows",
+	[HPS_STAT_RX_SHRINKS] = "window_shrinks",
 };
 
 /**

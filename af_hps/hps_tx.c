@@ -10,25 +10,32 @@
  *   tx_done <= tx_posted <= tx_fill, tx_fill - tx_done <= ntx
  *
  * [tx_done, tx_posted) are posted and wait for their completion,
- * [tx_posted, tx_fill) are full and wait for a credit, and slot tx_fill,
- * if the ring is not full, is the open slot the writer appends to. Small
- * writes are combined in the open slot while earlier messages are in
- * flight (Nagle-like), unless HPS_NODELAY; HPS_CORK holds it until it is
- * full or the cork is removed.
+ * [tx_posted, tx_fill) are full and wait for a credit (the one at
+ * tx_posted may be partly posted: see below), and slot tx_fill, if the
+ * ring is not full, is the open slot the writer appends to. Small writes
+ * are combined in the open slot while earlier messages are in flight
+ * (Nagle-like), unless HPS_NODELAY; HPS_CORK holds it until it is full or
+ * the cork is removed. A slot gets its buffer from the writer that first
+ * needs it, as large as that write (up to buf_size), and gives it back
+ * when the connection has sent nothing for a while (hps_tx_free_idle()).
  *
  * One writer at a time (the socket lock) takes the open slot, only with
  * hps_tx_reserve(), which checks for room under hs->lock in the same
  * critical section that marks the slot as being filled (tx_filling); it
  * then copies without hs->lock, and the completion handlers, which post
  * the open slot when credits come, leave a slot being filled alone. Work
- * requests are posted in one place, hps_wr_post_send(), and the ring only
- * moves under hs->lock.
+ * requests are posted in one place, hps_wr_post_send() and
+ * hps_wr_post_data(), and the ring only moves under hs->lock.
  *
- * Credits: tx_credits counts receive buffers the peer has posted for us.
- * DATA, FIN and SRCAVAIL need two, so that one credit is always left for
- * a control message (CREDIT, ABORT, a zero-copy answer); a CREDIT message
- * is only sent when it returns credits (or as the active side's first
- * message). Every message returns all credits pending at the sender.
+ * Credits: tx_credits counts receive buffers the peer has posted for us,
+ * and tx_cr their classes, in the order our messages will fill them: a
+ * slot's bytes go out in as many DATA messages as the peer's buffers
+ * need (hps_wr_post_data()), at most ntx work requests at a time. DATA,
+ * FIN and SRCAVAIL need two credits, so that one is always left for a
+ * control message (CREDIT, ABORT, a zero-copy answer, SHRINK, PAD); a
+ * CREDIT message is only sent when it returns credits (or as the active
+ * side's first message). Every message returns all credits pending at
+ * the sender.
  *
  * The reserve: each end posts one receive buffer beyond its window
  * (HPS_RX_RESERVE). A CREDIT that returns credits, or an ABORT, goes into
@@ -36,6 +43,12 @@
  * back (HPS_MSG_F_RESERVE_BACK) on its next message. So an end can always
  * return credits: two ends whose last credits went to zero-copy answers
  * at the same time cannot be left waiting for each other.
+ *
+ * Growing and shrinking (the receiving side's choice, hps_rx.c): DATA
+ * says when more bytes wait behind it (HPS_MSG_F_MORE), and the peer
+ * grows its window; a peer whose window shrank asks for its larger
+ * buffers back (SHRINK), and this end sends a PAD into each of them once
+ * nothing else waits to go out.
  */
 
 #define KMSG_COMPONENT "af_hps"
@@ -67,15 +80,93 @@ static bool hps_can_use_reserve(struct hps_sock *hs)
 }
 
 /**
+ * hps_tx_cr_push() - the peer posted buffers for us
+ * @hs: the connection
+ * @n: how many
+ * @cls: their class
+ *
+ * The caller checked that they fit in the peer's window (and the
+ * reserve): tx_cr has a run for each at most.
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_cr_push(struct hps_sock *hs, u32 n, u8 cls)
+{
+	struct hps_cr_run *run;
+
+	lockdep_assert_held(&hs->lock);
+	if (!n)
+		return;
+	if (hs->tx_cr_nruns) {
+		run = &hs->tx_cr[(hs->tx_cr_first + hs->tx_cr_nruns - 1) %
+				 hs->tx_cr_cap];
+		if (run->cls == cls) {
+			run->n += n;
+			return;
+		}
+	}
+	if (WARN_ON_ONCE(hs->tx_cr_nruns >= hs->tx_cr_cap))
+		return;
+	run = &hs->tx_cr[(hs->tx_cr_first + hs->tx_cr_nruns) % hs->tx_cr_cap];
+	run->n = n;
+	run->cls = cls;
+	hs->tx_cr_nruns++;
+}
+
+/**
+ * hps_tx_cr_pop() - a message took the peer's oldest buffer
+ * @hs: the connection
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_cr_pop(struct hps_sock *hs)
+{
+	struct hps_cr_run *run;
+
+	lockdep_assert_held(&hs->lock);
+	if (WARN_ON_ONCE(!hs->tx_cr_nruns))
+		return;
+	run = &hs->tx_cr[hs->tx_cr_first];
+	if (--run->n)
+		return;
+	hs->tx_cr_first = (hs->tx_cr_first + 1) % hs->tx_cr_cap;
+	hs->tx_cr_nruns--;
+}
+
+/*
+ * Bytes a send buffer takes: a message's worth, its header left out (the
+ * header goes from tx_hdr, but a buffer of a class then fills the peer's
+ * buffer of that class exactly).
+ */
+static u32 hps_tx_cap(const struct hps_buf *b)
+{
+	return b->size - HPS_HDR_LEN;
+}
+
+/* Class of the peer's buffer our next message fills. hs->lock held. */
+static u8 hps_tx_head_cls(struct hps_sock *hs)
+{
+	return hs->tx_cr_nruns ? hs->tx_cr[hs->tx_cr_first].cls : 0;
+}
+
+/* Payload bytes the peer's buffer our next message fills takes. */
+static u32 hps_tx_head_room(struct hps_sock *hs)
+{
+	return hps_cls_bytes(hs->peer_buf_size, hps_tx_head_cls(hs)) -
+	       HPS_HDR_LEN;
+}
+
+/**
  * hps_tx_ctrl_data() - post a control message with a small payload
  * @hs: the connection
  * @type: enum hps_msg_type other than HPS_MSG_DATA
- * @data: payload (at most %HPS_CTRL_PAYLOAD bytes) or NULL
+ * @data: payload (at most what a control buffer holds) or NULL
  * @len: its length
  *
- * FIN and SRCAVAIL, which carry the stream forward, need two credits, so
- * that one is always left for the messages that answer or reset. An ABORT
- * with no credit left goes into the peer's reserve buffer.
+ * FIN and SRCAVAIL, which carry the stream forward, and SHRINK and PAD,
+ * which no answer waits for, need two credits, so that one is always left
+ * for the messages that answer or reset. An ABORT with no credit left
+ * goes into the peer's reserve buffer.
  *
  * Context: hs->lock held.
  * Return: true if the message was posted.
@@ -83,12 +174,13 @@ static bool hps_can_use_reserve(struct hps_sock *hs)
 bool hps_tx_ctrl_data(struct hps_sock *hs, u8 type, const void *data,
 		      u32 len)
 {
-	bool stream = type == HPS_MSG_FIN || type == HPS_MSG_SRCAVAIL;
+	bool two = type == HPS_MSG_FIN || type == HPS_MSG_SRCAVAIL ||
+		   type == HPS_MSG_SHRINK || type == HPS_MSG_PAD;
 	struct hps_buf *b;
 	u8 flags = 0;
 
 	lockdep_assert_held(&hs->lock);
-	if (!hps_can_post(hs, stream ? 2 : 1)) {
+	if (!hps_can_post(hs, two ? 2 : 1)) {
 		if (type != HPS_MSG_ABORT || !hps_can_use_reserve(hs))
 			return false;
 		flags = HPS_MSG_F_RESERVE;
@@ -150,14 +242,40 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
 	return true;
 }
 
-/* Explicit credit update: see the comment at the top of the file. */
-static void hps_tx_credit_update(struct hps_sock *hs)
+/**
+ * hps_tx_credits_due() - do the credits pending go back now?
+ * @hs: the connection
+ *
+ * Explicit credit update: see the comment at the top of the file. The
+ * threshold is ack_thresh percent of the window as it is now. Every
+ * credit goes back at once when the peer is left with fewer than the two
+ * a DATA message needs and one of them held data (or is new: the window
+ * grew), or buffers of another class wait for the next header
+ * (hps_rx_post_credit()).
+ *
+ * Context: hs->lock held.
+ * Return: true if they go in a CREDIT of their own, if nothing else
+ * carries them first.
+ */
+bool hps_tx_credits_due(struct hps_sock *hs)
 {
-	u32 need;
+	u32 need, thresh;
 
+	lockdep_assert_held(&hs->lock);
 	if (!hs->rx_pending)
-		return;
-	need = hs->rx_pending_data ? hs->ack_thresh : max(hs->ack_thresh, 2U);
+		return false;
+	/* two at least: the peer still has the two DATA needs */
+	thresh = clamp_t(u32, hs->rx_win * hs->ack_thresh / 100,
+			 min(2U, hs->rx_win - 1), hs->rx_win - 1);
+	need = hs->rx_pending_data ? thresh : max(thresh, 2U);
+	/*
+	 * At once when the peer cannot send DATA for want of them, but only
+	 * with a data buffer among them: credits of control messages alone
+	 * would answer a CREDIT with a CREDIT, both ways, for ever.
+	 */
+	if ((hs->rx_out < 2 && hs->rx_pending_data) ||
+	    !list_empty(&hs->rx_wait))
+		need = 1;
 	/*
 	 * While our SRCAVAIL waits for its answer, every credit goes back at
 	 * once: the answer needs one at the peer, and this writer may not be
@@ -168,7 +286,13 @@ static void hps_tx_credit_update(struct hps_sock *hs)
 	if (test_bit(HPS_F_ZC_TX, &hs->flags) &&
 	    !test_bit(HPS_F_ZC_TX_REPLY, &hs->flags))
 		need = 1;
-	if (hs->rx_pending >= need)
+	return hs->rx_pending >= need;
+}
+
+/* The credit update, if due. Context: hs->lock held. */
+static void hps_tx_credit_update(struct hps_sock *hs)
+{
+	if (hps_tx_credits_due(hs))
 		hps_tx_ctrl(hs, HPS_MSG_CREDIT, false);
 }
 
@@ -196,8 +320,7 @@ void hps_tx_stall_update(struct hps_sock *hs)
 		  test_bit(HPS_F_PEER_READY, &hs->flags) &&
 		  (hs->tx_posted != hs->tx_fill ||
 		   (hps_tx_open_len(hs) && !hs->tx_filling &&
-		    hs->tx_posted == hs->tx_done &&
-		    !test_bit(HPS_F_CORK, &hs->flags)) ||
+		    !hs->tx_wr_out && !test_bit(HPS_F_CORK, &hs->flags)) ||
 		   (test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) &&
 		    !test_bit(HPS_F_ZC_TX, &hs->flags)));
 	if (likely(stalled == hs->tx_stalled))
@@ -216,6 +339,92 @@ void hps_tx_stall_update(struct hps_sock *hs)
 	}
 }
 
+/*
+ * Does nothing wait to go out but control messages: no data, no FIN, no
+ * zero-copy send or answer? Then the peer's buffers may be given back
+ * (PAD). Context: hs->lock held.
+ */
+static bool hps_tx_quiet(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_posted == hs->tx_fill && !hps_tx_open_len(hs) &&
+	       !hs->tx_filling &&
+	       !test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) &&
+	       !test_bit(HPS_F_ZC_DONE_OWED, &hs->flags) &&
+	       !test_bit(HPS_F_ZC_SENDSM_OWED, &hs->flags) &&
+	       !test_bit(HPS_F_ZC_CANCEL_OWED, &hs->flags) &&
+	       (!test_bit(HPS_F_FIN_PENDING, &hs->flags) ||
+		test_bit(HPS_F_FIN_SENT, &hs->flags));
+}
+
+/*
+ * Is one of the peer's @n oldest buffers we hold above class @cls?
+ * Context: hs->lock held.
+ */
+static bool hps_tx_cr_above(struct hps_sock *hs, u32 n, u8 cls)
+{
+	u32 i;
+
+	for (i = 0; i < hs->tx_cr_nruns && n; i++) {
+		const struct hps_cr_run *run =
+			&hs->tx_cr[(hs->tx_cr_first + i) % hs->tx_cr_cap];
+
+		if (run->cls > cls)
+			return true;
+		n -= min_t(u32, n, run->n);
+	}
+	return false;
+}
+
+/*
+ * The peer asked for its buffers back (SHRINK): those above class
+ * tx_pad_cls, and those beyond the tx_pad_win it keeps. Fill the ones we
+ * held then (tx_pad of them; every message we send takes one,
+ * hps_wr_sent()) with a PAD, oldest first (the smaller ones among them
+ * too: a message fills the oldest), while nothing else goes out. A PAD,
+ * as DATA, leaves a credit for the answers.
+ * Context: hs->lock held.
+ */
+static void hps_tx_pad(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	while (hs->tx_pad && hps_tx_quiet(hs)) {
+		if (!hps_tx_cr_above(hs, hs->tx_pad, hs->tx_pad_cls) &&
+		    hs->tx_credits <= hs->tx_pad_win) {
+			hs->tx_pad = 0;
+			break;
+		}
+		if (!hps_tx_ctrl(hs, HPS_MSG_PAD, false))
+			break;
+	}
+}
+
+/*
+ * Post the next piece of the first slot not fully posted, as much as the
+ * peer's next buffer takes. Context: hs->lock held.
+ * Return: 0 or -errno from the driver.
+ */
+static int hps_tx_post_next(struct hps_sock *hs)
+{
+	struct hps_buf *b = &hs->tx[hs->tx_posted % hs->ntx];
+	u32 n = min(b->len - b->sent, hps_tx_head_room(hs));
+	bool more;
+	int err;
+
+	if (!hs->tx_wr_out)
+		hs->tx_stamp = jiffies;	/* nothing was in flight */
+	/* bytes wait behind it: in this slot, a later full one, the open one */
+	more = b->sent + n < b->len || hs->tx_posted + 1 != hs->tx_fill ||
+	       hps_tx_open_len(hs);
+	err = hps_wr_post_data(hs, b, n, more);
+	if (err)
+		return err;
+	hs->tx_data_stamp = jiffies;
+	if (b->sent == b->len)
+		hs->tx_posted++;
+	return 0;
+}
+
 static void __hps_tx_push(struct hps_sock *hs, bool hold)
 {
 	struct hps_buf *b;
@@ -225,38 +434,29 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
 		return;
 
-	/* Full buffers first, in order. */
-	while (hs->tx_posted != hs->tx_fill && hps_can_post(hs, 2)) {
-		if (hs->tx_done == hs->tx_posted)
-			hs->tx_stamp = jiffies;	/* nothing was in flight */
-		b = &hs->tx[hs->tx_posted % hs->ntx];
-		if (hps_wr_post_send(hs, b, HPS_MSG_DATA, b->len)) {
-			hps_conn_error(hs, ECONNRESET);
-			return;
-		}
-		hs->tx_posted++;
-	}
-
-	/* Then the open buffer, if the Nagle/cork rules let it go. */
-	len = hps_tx_open_len(hs);
-	if (len && !hs->tx_filling && hs->tx_posted == hs->tx_fill &&
-	    hps_can_post(hs, 2)) {
-		bool push = len >= hs->msg_max ||
-			    test_bit(HPS_F_FIN_PENDING, &hs->flags);
-
-		if (!push && !hold && !test_bit(HPS_F_CORK, &hs->flags))
-			push = test_bit(HPS_F_NODELAY, &hs->flags) ||
-			       hs->tx_done == hs->tx_posted;
-		if (push) {
-			hps_tx_wait_begins(hs);
-			b = &hs->tx[hs->tx_fill % hs->ntx];
-			if (hps_wr_post_send(hs, b, HPS_MSG_DATA, len)) {
+	for (;;) {
+		/* Full slots first, in order. */
+		while (hs->tx_posted != hs->tx_fill && hps_can_post(hs, 2) &&
+		       hs->tx_wr_out < hs->ntx) {
+			if (hps_tx_post_next(hs)) {
 				hps_conn_error(hs, ECONNRESET);
 				return;
 			}
-			hs->tx_fill++;
-			hs->tx_posted++;
 		}
+
+		/* Then the open slot, if the Nagle/cork rules let it go. */
+		len = hps_tx_open_len(hs);
+		if (!len || hs->tx_filling || hs->tx_posted != hs->tx_fill ||
+		    !hps_can_post(hs, 2) || hs->tx_wr_out >= hs->ntx)
+			break;
+		b = &hs->tx[hs->tx_fill % hs->ntx];
+		if (len < hps_tx_cap(b) &&
+		    !test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
+		    (hold || test_bit(HPS_F_CORK, &hs->flags) ||
+		     (!test_bit(HPS_F_NODELAY, &hs->flags) && hs->tx_wr_out)))
+			break;
+		hps_tx_wait_begins(hs);
+		hs->tx_fill++;		/* full now: posted above */
 	}
 
 	/* Zero-copy answers and cancels. */
@@ -272,7 +472,19 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 			set_bit(HPS_F_FIN_SENT, &hs->flags);
 	}
 
+	/* Our window shrank: ask for the buffers beyond it back. */
+	if (hs->rx_shrink_owed) {
+		struct hps_shrink sh = {
+			.cls	= cpu_to_be32(hs->rx_want),
+			.window	= cpu_to_be32(hs->rx_win),
+		};
+
+		if (hps_tx_ctrl_data(hs, HPS_MSG_SHRINK, &sh, sizeof(sh)))
+			hs->rx_shrink_owed = false;
+	}
+
 	hps_tx_credit_update(hs);
+	hps_tx_pad(hs);
 
 	/*
 	 * The FIN-ack and the reserve's return go out at once, on a CREDIT if
@@ -306,9 +518,10 @@ void hps_tx_nudge(struct timer_list *t)
 	spin_lock(&hs->lock);
 	if (test_bit(HPS_F_CONN_UP, &hs->flags) &&
 	    !test_bit(HPS_F_RX_SEEN, &hs->flags) &&
-	    hs->nudges < HPS_NUDGES_MAX) {
-		if (hps_tx_ctrl(hs, HPS_MSG_CREDIT, true))
-			hs->nudges++;
+	    hs->nudges < HPS_NUDGES_MAX &&
+	    hps_tx_ctrl(hs, HPS_MSG_CREDIT, true)) {
+		/* (none left: the answer returns them, and stops us) */
+		hs->nudges++;
 		if (hs->nudges < HPS_NUDGES_MAX)
 			sk_reset_timer(sk, &hs->nudge_timer, jiffies +
 				       (HPS_NUDGE_TIMEOUT << hs->nudges));
@@ -657,15 +870,17 @@ bool hps_tx_flushed(struct hps_sock *hs)
 }
 
 /*
- * Room for a writer: an open send slot, and no zero-copy send under way
- * (its bytes are not in the stream yet; see hps_zc_send()).
+ * Room for a writer: an open send slot, no zero-copy send under way (its
+ * bytes are not in the stream yet; see hps_zc_send()), and a send buffer
+ * for it, or memory for one, as far as the last writer found
+ * (tx_nomem, cleared when a send completes).
  * Context: hs->lock held.
  */
 static bool hps_tx_room(struct hps_sock *hs)
 {
 	lockdep_assert_held(&hs->lock);
 	return hs->ntx && hs->tx_fill - hs->tx_done < hs->ntx &&
-	       !test_bit(HPS_F_ZC_TX_OWNED, &hs->flags);
+	       !test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) && !hs->tx_nomem;
 }
 
 /**
@@ -721,7 +936,7 @@ static void hps_tx_commit(struct hps_sock *hs, struct hps_buf *b, u32 n,
 	b->len += n;
 	WRITE_ONCE(hs->tx_queued, hs->tx_queued + n);
 	hs->tx_bytes += n;
-	if (b->len >= hs->msg_max)
+	if (b->len >= hps_tx_cap(b))
 		hs->tx_fill++;
 	__hps_tx_push(hs, more);
 }
@@ -790,7 +1005,8 @@ void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc)
  * @cq: the device CQ
  * @wc: the work completion
  *
- * Frees the send buffer and wakes writers; posts what waited for it.
+ * Once every message of its send buffer has completed, frees the slot and
+ * wakes writers; posts what waited for it.
  *
  * Context: softirq.
  */
@@ -807,10 +1023,22 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	spin_lock(&hs->lock);
+	hs->tx_wr_out--;
+	hs->tx_stamp = jiffies;		/* progress */
+	if (++b->done < b->pieces || b->sent != b->len) {
+		/* a piece: room for another work request */
+		hps_tx_push(hs);
+		spin_unlock(&hs->lock);
+		hps_zc_sq_done(hs);
+		return;
+	}
 	WRITE_ONCE(hs->tx_queued, hs->tx_queued - b->len);
 	b->len = 0;
+	b->sent = 0;
+	b->pieces = 0;
+	b->done = 0;
 	hs->tx_done++;
-	hs->tx_stamp = jiffies;		/* progress */
+	hs->tx_nomem = false;	/* its buffer is free */
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
 	sk->sk_write_space(sk);
@@ -899,6 +1127,157 @@ static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 	return err;
 }
 
+/*
+ * Send buffers: allocated and freed only under the socket lock, with
+ * hs->tx_pages, the pages they take, kept along (the idle timer reads it).
+ * A connection always keeps one (hps_wr_setup() gives it a page): so a
+ * writer can always go on, even with the namespace at its limit.
+ */
+static int hps_tx_buf_get(struct hps_sock *hs, struct hps_buf *b, u32 size)
+{
+	int err = hps_wr_buf_alloc(hs, b, size, DMA_TO_DEVICE, true);
+
+	if (!err)
+		WRITE_ONCE(hs->tx_pages, hs->tx_pages + (1U << get_order(size)));
+	return err;
+}
+
+static void hps_tx_buf_put(struct hps_sock *hs, struct hps_buf *b)
+{
+	if (!b->buf)
+		return;
+	WRITE_ONCE(hs->tx_pages, hs->tx_pages - (1U << get_order(b->size)));
+	hps_wr_buf_free(hs, b, DMA_TO_DEVICE);
+}
+
+/* Move the buffer of @from, which has one, to @to, which has none. */
+static void hps_tx_buf_move(struct hps_buf *to, struct hps_buf *from)
+{
+	to->buf = from->buf;
+	to->dma = from->dma;
+	to->size = from->size;
+	from->buf = NULL;
+	from->dma = 0;
+	from->size = 0;
+}
+
+/* Is slot @i free: neither in flight, full nor open? hs->lock held. */
+static bool hps_tx_slot_free(struct hps_sock *hs, u32 i)
+{
+	return (i + hs->ntx - hs->tx_done % hs->ntx) % hs->ntx >=
+	       hs->tx_fill - hs->tx_done + 1;
+}
+
+/*
+ * Give the slot the writer reserved a buffer for the @left bytes it has
+ * to write, if it has none or an empty one too small: as large as those
+ * bytes (a class of our buf_size), at most buf_size. Without memory for
+ * it, a smaller one, or the buffer of a free slot; an empty slot that has
+ * a buffer keeps it.
+ * Context: process, socket lock held, the slot reserved (tx_filling).
+ * Return: 0; -EAGAIN if every buffer is in use (the caller waits for a
+ * send to complete: hs->tx_nomem); -EPIPE if the connection is gone.
+ */
+static int hps_tx_slot_buf(struct hps_sock *hs, struct hps_buf *b,
+			   size_t left)
+{
+	/* no larger than the peer's largest buffer: each a message */
+	u32 max = min(hs->buf_size, hs->peer_buf_size);
+	u32 want = hps_cls_bytes(max, hps_top_cls(min_t(size_t,
+							left + HPS_HDR_LEN,
+							max)));
+	struct hps_buf nb = {};
+	u32 i;
+
+	sock_owned_by_me(&hs->sk);
+	if (b->buf && (b->len || b->size >= want))
+		return 0;
+	if (!hs->dev)
+		return -EPIPE;	/* the connection is gone */
+	if (!hps_tx_buf_get(hs, &nb, want) ||
+	    (!b->buf && want > PAGE_SIZE && !hps_tx_buf_get(hs, &nb,
+							      PAGE_SIZE))) {
+		/* empty, out of the ring's used part: nothing uses it */
+		hps_tx_buf_put(hs, b);
+		hps_tx_buf_move(b, &nb);
+		hps_idle_arm(hs);
+		return 0;
+	}
+	if (b->buf)
+		return 0;	/* no memory for a larger one: this one */
+	spin_lock_bh(&hs->lock);
+	for (i = 0; i < hs->ntx; i++) {
+		if (hs->tx[i].buf && hps_tx_slot_free(hs, i)) {
+			hps_tx_buf_move(b, &hs->tx[i]);
+			break;
+		}
+	}
+	spin_unlock_bh(&hs->lock);
+	return b->buf ? 0 : -EAGAIN;
+}
+
+/**
+ * hps_tx_idle() - has the connection sent nothing for a while?
+ * @hs: the connection
+ *
+ * Context: hs->lock held.
+ * Return: true if no DATA (or SRCAVAIL) was posted for %HPS_RX_IDLE and
+ * none is queued or in flight.
+ */
+bool hps_tx_idle(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_done == hs->tx_fill && !hps_tx_open_len(hs) &&
+	       !hs->tx_filling && !test_bit(HPS_F_ZC_TX, &hs->flags) &&
+	       time_after_eq(jiffies, hs->tx_data_stamp + HPS_RX_IDLE);
+}
+
+/**
+ * hps_tx_free_idle() - free the send buffers of an idle connection
+ * @hs: the connection
+ *
+ * One page-sized buffer stays; writers allocate more when they need them
+ * (hps_tx_slot_buf()).
+ *
+ * Context: process (connection work), socket lock held: no writer fills
+ * a slot meanwhile.
+ */
+void hps_tx_free_idle(struct hps_sock *hs)
+{
+	struct hps_buf *keep = NULL, nb = {};
+	bool idle;
+	u32 i;
+
+	sock_owned_by_me(&hs->sk);
+	if (READ_ONCE(hs->tx_pages) <= 1)
+		return;
+	spin_lock_bh(&hs->lock);
+	idle = hs->tx && hps_tx_idle(hs);
+	if (!idle)
+		hps_idle_arm(hs);	/* look again later */
+	spin_unlock_bh(&hs->lock);
+	if (!idle)
+		return;
+	/* nothing posted or queued: no completion touches a slot */
+	for (i = 0; i < hs->ntx; i++) {
+		struct hps_buf *b = &hs->tx[i];
+
+		if (!b->buf)
+			continue;
+		if (keep && b->size < keep->size)
+			swap(keep, b);
+		else if (!keep)
+			keep = b;
+		if (b != keep)
+			hps_tx_buf_put(hs, b);
+	}
+	if (keep && keep->size > PAGE_SIZE &&
+	    !hps_tx_buf_get(hs, &nb, PAGE_SIZE)) {
+		hps_tx_buf_put(hs, keep);
+		hps_tx_buf_move(keep, &nb);
+	}
+}
+
 /**
  * hps_sendmsg() - proto_ops.sendmsg
  * @sock: the socket
@@ -933,6 +1312,8 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		size_t n, chunk;
 		u32 off;
 
+		/* a long write that completions keep up with never sleeps */
+		cond_resched();
 		err = hps_tx_wait(sk, &timeo, copied);
 		if (err)
 			break;
@@ -961,15 +1342,33 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			continue;
 		}
 		off = b->len;
-		chunk = min_t(size_t, hs->msg_max - off, len - copied);
 		spin_unlock_bh(&hs->lock);
+
+		err = hps_tx_slot_buf(hs, b, len - copied);
+		if (err) {
+			spin_lock_bh(&hs->lock);
+			hs->tx_filling = false;
+			/*
+			 * None free: not writable until a send completes (if
+			 * the last one just did, one is free now: again).
+			 */
+			if (err == -EAGAIN && hs->tx_done != hs->tx_fill)
+				hs->tx_nomem = true;
+			spin_unlock_bh(&hs->lock);
+			if (err == -EAGAIN) {
+				err = 0;
+				continue;	/* hps_tx_wait() */
+			}
+			break;
+		}
+		chunk = min_t(size_t, hps_tx_cap(b) - off, len - copied);
 
 		/* The rest of a zero-copy send: from its kernel mapping. */
 		if (rest.reg) {
 			from = &rest.it;
 			chunk = min(chunk, iov_iter_count(from));
 		}
-		n = copy_from_iter(b->buf + HPS_HDR_LEN + off, chunk, from);
+		n = copy_from_iter(b->buf + off, chunk, from);
 		if (rest.reg) {
 			iov_iter_advance(&msg->msg_iter, n);
 			if (!iov_iter_count(from))

@@ -292,7 +292,7 @@ void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr)
 	} else {
 		/* rdma_rw puts min(max_sge_rd, max_send_sge) pages in a WR */
 		attr->cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge,
-						 1, HPS_ZC_SGE);
+						 2, HPS_ZC_SGE);
 		per_ctx = min_t(u32, ibdev->attrs.max_sge_rd,
 				attr->cap.max_send_sge);
 	}
@@ -554,6 +554,7 @@ static int hps_zc_post(struct hps_sock *hs, const struct hps_srcavail *sa)
 		hps_conn_error(hs, ECONNRESET);
 		return -EPIPE;
 	}
+	hs->tx_data_stamp = jiffies;	/* data, as DATA is (hps_rx_idle()) */
 	return 0;
 }
 
@@ -1061,6 +1062,7 @@ int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len)
 		WRITE_ONCE(hs->rx_queued, hs->rx_queued + n);
 		hs->rx_nready++;
 		hs->zc_rx = b;
+		hs->rx_data_stamp = jiffies;	/* as DATA (hps_rx_idle()) */
 		return 1;
 	case HPS_MSG_RDMA_DONE:
 	case HPS_MSG_SENDSM:

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <endian.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -19,7 +20,14 @@
 #include "hps_util.h"
 
 /* The protocol version (Documentation/protocol.rst). */
-#define PV 4
+#define PV 5
+/* A kernel end's first window: 3 buffers of class 0, 4 KiB (and the reserve) */
+#define FIRST_WINDOW	3
+#define MSG_SHRINK	9
+#define MSG_PAD		10
+#define F_MORE		0x10
+#define CR_CLS(c)	((uint16_t)(c) >> 12)	/* the class of credits */
+#define CR_N(c)		((c) & 0xfff)		/* how many */
 
 struct hdr {
 	uint8_t version, type;
@@ -45,6 +53,8 @@ struct peer {
 	struct ibv_mr *rmr;
 	int connected;
 	int reposted;	/* receive buffers reposted, credits not returned */
+	int kcredits;	/* buffers of the kernel end this peer may fill */
+	unsigned char body[8];	/* the payload of the last message received */
 };
 
 static int peer_connect(struct peer *p, int port, const void *pd, int pdlen)
@@ -113,7 +123,31 @@ static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
 	h->credits = htobe16(credits);
 	h->len = htobe32(len);
 	memset(p->buf + sizeof(*h), 'A', sizeof(p->buf) - sizeof(*h));
+	if (!(type & 0x40))
+		p->kcredits--;	/* RESERVE (0x40) goes into the kernel's reserve */
 	if (rdma_post_send(p->id, NULL, p->buf, bytes, p->mr, IBV_SEND_SIGNALED))
+		return -1;
+	return rdma_get_send_comp(p->id, &wc) == 1 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
+}
+
+/*
+ * DATA carrying @len bytes of @data, returning the credits of the buffers
+ * peer_recv() reposted.
+ */
+static int peer_send_bytes(struct peer *p, const void *data, uint32_t len)
+{
+	struct hdr *h = (struct hdr *)p->buf;
+	struct ibv_wc wc;
+
+	h->version = PV;
+	h->type = 1;
+	h->credits = htobe16(p->reposted);
+	h->len = htobe32(len);
+	memcpy(p->buf + sizeof(*h), data, len);
+	p->reposted = 0;
+	p->kcredits--;
+	if (rdma_post_send(p->id, NULL, p->buf, sizeof(*h) + len, p->mr,
+			   IBV_SEND_SIGNALED))
 		return -1;
 	return rdma_get_send_comp(p->id, &wc) == 1 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
 }
@@ -134,6 +168,10 @@ static int peer_recv(struct peer *p, struct hdr *out, int ms)
 			    wc.byte_len < sizeof(*out))
 				return -1;
 			memcpy(out, (void *)(uintptr_t)wc.wr_id, sizeof(*out));
+			memcpy(p->body, (char *)(uintptr_t)wc.wr_id +
+			       sizeof(*out), sizeof(p->body));
+			/* credits of the kernel's buffers (a reserve is not one) */
+			p->kcredits += CR_N(be16toh(out->credits));
 			/* Give the buffer back; returned by peer_credit(). */
 			if (rdma_post_recv(p->id, (void *)(uintptr_t)wc.wr_id,
 					   (void *)(uintptr_t)wc.wr_id,
@@ -158,8 +196,8 @@ static int peer_credit(struct peer *p)
 }
 
 /* Connect with a good hello, send the first (credit) message. */
-static int peer_up(struct __test_metadata *_metadata, struct peer *p,
-		   int *l, int *a)
+static int peer_up_rcvbuf(struct __test_metadata *_metadata,
+			  struct peer *p, int *l, int *a, int rcvbuf)
 {
 	unsigned char h[16];
 	struct timeval tv = { 3, 0 };
@@ -169,9 +207,14 @@ static int peer_up(struct __test_metadata *_metadata, struct peer *p,
 	*l = hps_listener(&port, 2);
 	if (*l < 0)
 		return -1;
+	/* the accepted end's largest window (Documentation/sysctl.rst) */
+	if (rcvbuf && setsockopt(*l, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				 sizeof(rcvbuf)))
+		return -1;
 	mk_hello(h, 0x48505331, PV, 4, 65536);
 	if (peer_connect(p, port, h, sizeof(h)))
 		return -1;
+	p->kcredits = FIRST_WINDOW;
 	*a = accept(*l, NULL, NULL);
 	if (*a < 0)
 		return -1;
@@ -185,6 +228,12 @@ static int peer_up(struct __test_metadata *_metadata, struct peer *p,
 		return -1;
 	}
 	return 0;
+}
+
+static int peer_up(struct __test_metadata *_metadata, struct peer *p,
+		   int *l, int *a)
+{
+	return peer_up_rcvbuf(_metadata, p, l, a, 0);
 }
 
 struct conn {
@@ -273,7 +322,15 @@ FIXTURE_VARIANT_ADD(hostile, reserve_on_data) { PV, 0x41, 0, 100, 108, 0 };
 FIXTURE_VARIANT_ADD(hostile, reserve_credit_returns_none) { PV, 0x42, 0, 0, 8, 0 };
 FIXTURE_VARIANT_ADD(hostile, reserve_abort) { PV, 0x44, 0, 0, 8, 0 };
 /* the old protocol's messages */
-FIXTURE_VARIANT_ADD(hostile, version_3_data) { 3, 1, 0, 100, 108, 0 };
+FIXTURE_VARIANT_ADD(hostile, version_4_data) { 4, 1, 0, 100, 108, 0 };
+/* credits for buffers of a class above the peer's buf_size's (65536: 4) */
+FIXTURE_VARIANT_ADD(hostile, credit_class_too_big) { PV, 2, 1 | 5 << 12, 0, 8, 0 };
+/* MORE (0x10) only on DATA */
+FIXTURE_VARIANT_ADD(hostile, more_on_credit) { PV, 0x12, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, pad_with_payload) { PV, MSG_PAD, 0, 10, 18, 0 };
+FIXTURE_VARIANT_ADD(hostile, shrink_without_payload) { PV, MSG_SHRINK, 0, 0, 8, 0 };
+FIXTURE_VARIANT_ADD(hostile, shrink_short) { PV, MSG_SHRINK, 0, 4, 12, 0 };
+FIXTURE_VARIANT_ADD(hostile, data_with_more) { PV, 0x11, 0, 100, 108, 1 };
 
 TEST_F(hostile, message)
 {
@@ -321,13 +378,17 @@ TEST_F(peer, fin_is_acknowledged)
 	EXPECT_EQ(0x82, h.type);
 	EXPECT_LE(1, be16toh(h.credits));	/* at least the FIN's buffer */
 	EXPECT_EQ(0, be32toh(h.len));
-	/* Half-closed: the kernel end may still send, and then its FIN. */
+	/*
+	 * Half-closed: the kernel end may still send, and then its FIN. It
+	 * has one credit left of its first three (the answer and the FIN_ACK
+	 * took two): give back what it used, for the two DATA needs.
+	 */
+	ASSERT_EQ(0, peer_credit(&self->c.p));
 	ASSERT_EQ(3, send(self->c.a, "abc", 3, 0));
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 	EXPECT_EQ(1, h.type);
 	EXPECT_EQ(3, be32toh(h.len));
-	ASSERT_EQ(0, peer_credit(&self->c.p));	/* room for the FIN */
-	ASSERT_EQ(0, shutdown(self->c.a, SHUT_WR));
+	ASSERT_EQ(0, shutdown(self->c.a, SHUT_WR));	/* 2 credits left */
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 	EXPECT_EQ(3, h.type);
 	/* Our FIN_ACK makes the kernel end done: FIN_WAIT2 to TIME_WAIT. */
@@ -382,38 +443,44 @@ TEST_F(peer, kernel_uses_and_waits_for_the_reserve)
 	int n;
 
 	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
-	/* The kernel had 4 credits; the answer took one, two DATA two. */
+	/* The kernel had 3 credits; the answer took one, a DATA one more. */
 	ASSERT_EQ(1, send(self->c.a, "a", 1, 0));
-	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
-	ASSERT_EQ(1, h.type);
-	ASSERT_EQ(1, send(self->c.a, "b", 1, 0));
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 	ASSERT_EQ(1, h.type);
 	/* Its last credit goes to an update once enough is pending. */
 	n = credits_until_update(&self->c.p, &h, 16);
 	ASSERT_LT(0, n) TH_LOG("no credit update");
 	EXPECT_EQ(2, h.type);
-	EXPECT_EQ(n, be16toh(h.credits));
+	EXPECT_EQ(n, be16toh(h.credits));	/* class 0: 4 KiB buffers */
 	/* With none left, the next update goes into the reserve. */
 	n = credits_until_update(&self->c.p, &h, 8);
 	ASSERT_LT(0, n) TH_LOG("no credit update through the reserve");
 	EXPECT_EQ(0x42, h.type);
 	EXPECT_EQ(n, be16toh(h.credits));
-	/* Not given back yet: the kernel has nothing to send with. */
-	EXPECT_EQ(-1, credits_until_update(&self->c.p, &h, n + 2))
+	/*
+	 * Not given back yet: the kernel has nothing to send with, for as
+	 * many messages as the peer's window allows.
+	 */
+	ASSERT_EQ(FIRST_WINDOW, self->c.p.kcredits);
+	EXPECT_EQ(-1, credits_until_update(&self->c.p, &h, FIRST_WINDOW))
 		TH_LOG("type %#x: the reserve was used twice", h.type);
-	/* Given back: the kernel returns its credits through it at once. */
-	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x22, 0, 0, 8));
+	/*
+	 * Given back (RESERVE_BACK) with a credit, from the kernel's reserve
+	 * since the peer has no credit left: with that credit the kernel
+	 * returns its credits at once, and gives its own reserve back.
+	 */
+	ASSERT_EQ(0, self->c.p.kcredits);
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x62, 1, 0, 8));
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
-	EXPECT_EQ(0x42, h.type);
-	EXPECT_EQ(n + 3, be16toh(h.credits));
+	EXPECT_EQ(0x22, h.type);
+	EXPECT_EQ(FIRST_WINDOW, be16toh(h.credits));
 	/*
 	 * The connection still carries data both ways once the peer returns
-	 * its window's 4 credits (the answer, two DATA, the first update) and
-	 * the reserve.
+	 * the buffers of its window the kernel filled since (its answer, the
+	 * DATA, the first update and the last; one came back already).
 	 */
 	self->c.p.reposted = 0;
-	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x22, 4, 0, 8));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 2, 3, 0, 8));
 	ASSERT_EQ(1, send(self->c.a, "c", 1, 0));
 	ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 	EXPECT_EQ(1, h.type);
@@ -435,6 +502,8 @@ TEST_F(peer, kernel_gives_the_reserve_back)
 
 	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
 	for (i = 0; i < 3; i++) {
+		int k = self->c.p.kcredits;
+
 		/* the kernel's last message's buffer, reposted */
 		ASSERT_EQ(1, self->c.p.reposted);
 		self->c.p.reposted = 0;
@@ -442,10 +511,201 @@ TEST_F(peer, kernel_gives_the_reserve_back)
 		ASSERT_EQ(0, peer_recv(&self->c.p, &h, 5000));
 		EXPECT_EQ(0x22, h.type);
 		EXPECT_EQ(0, be16toh(h.credits));
+		EXPECT_EQ(k, self->c.p.kcredits);
 	}
 	ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 3, 11));
 	ASSERT_EQ(3, recv(self->c.a, b, sizeof(b), 0));
 	EXPECT_EQ(0, memcmp(b, "AAA", 3));
+}
+
+/*
+ * More messages than the kernel end gave credits for: the first beyond
+ * them is a protocol violation. The data before it is still read.
+ */
+TEST_F(peer, overrun_is_a_violation)
+{
+	long e0 = hps_stat("proto_errors");
+	int i, got = 0, bs = 0, up;
+	char b[64];
+	double end;
+	ssize_t r;
+	FILE *f;
+
+	/*
+	 * A window that cannot grow (SO_RCVBUF: three buffers at most; a
+	 * buf_size of one page: no larger class, to which the connection
+	 * work would collapse the unread messages and give their buffers
+	 * back), else the kernel may grow it (and announce the new buffers)
+	 * before the excess message comes, when the first two leave the
+	 * peer one credit. buf_size is the connection's from its setup on.
+	 */
+	f = fopen("/proc/sys/net/hps/buf_size", "r+");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(1, fscanf(f, "%d", &bs));
+	rewind(f);
+	fprintf(f, "4096\n");
+	fflush(f);
+	up = peer_up_rcvbuf(_metadata, &self->c.p, &self->c.l, &self->c.a, 1);
+	rewind(f);
+	fprintf(f, "%d\n", bs);
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, up);
+	/*
+	 * nobody reads: the kernel returns no credit (two of these messages
+	 * do not fit in one 4 KiB buffer, so none is copied behind another
+	 * and its buffer given back)
+	 */
+	for (i = 0; i < FIRST_WINDOW + 1; i++)
+		ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 2100, 2108));
+	/* all four in (over siw a send completes when it leaves): reset */
+	end = hps_now() + 5;
+	while (hps_stat("proto_errors") == e0 && hps_now() < end)
+		usleep(10000);
+	while ((r = recv(self->c.a, b, sizeof(b), 0)) > 0)
+		got += r;
+	EXPECT_EQ(-1, r);
+	EXPECT_TRUE(errno == EPROTO || errno == ECONNRESET)
+		TH_LOG("errno %d", errno);
+	EXPECT_GE(2100 * FIRST_WINDOW, got);
+	EXPECT_EQ(e0 + 1, hps_stat("proto_errors"));
+}
+
+/* PAD and SHRINK are part of the protocol: the connection goes on. */
+TEST_F(peer, pad_and_shrink_are_harmless)
+{
+	char b[8];
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, MSG_PAD, 0, 0, 8));
+	/*
+	 * SHRINK of class and window 0x41414141: none of our buffers is
+	 * above it, and we hold fewer
+	 */
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, MSG_SHRINK, 0, 8, 16));
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 3, 11));
+	ASSERT_EQ(3, recv(self->c.a, b, sizeof(b), 0));
+	EXPECT_EQ(0, memcmp(b, "AAA", 3));
+}
+
+/* The kernel end's window as HPS_INFO says; 0 or -1. */
+static int window_of(int fd, struct hps_info *info)
+{
+	socklen_t len = sizeof(*info);
+
+	return getsockopt(fd, SOL_HPS, HPS_INFO, info, &len);
+}
+
+/*
+ * DATA flagged MORE that fills its buffer (4 KiB, class 0) makes the
+ * kernel end grow its window a step: the buffers it gives back next are
+ * of class 1 (8 KiB), as their credits say. A second later, idle, it
+ * shrinks it back and asks for its buffers back (SHRINK: class 0, window
+ * 3); once the peer filled them (PAD), it holds what it held at first.
+ */
+TEST_F(peer, window_grows_on_more_and_shrinks_when_idle)
+{
+	long grows0 = hps_stat("window_grows");
+	long shrinks0 = hps_stat("window_shrinks");
+	struct hps_info info0, info;
+	static char b[8192];
+	double end;
+	struct hdr h;
+	int n, shrink = 0;
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	ASSERT_EQ(0, window_of(self->c.a, &info0));
+	EXPECT_EQ(4096, info0.hpsi_rx_buf);
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 0x11, 0, 4096 - 8, 4096));
+	ASSERT_EQ(4096 - 8, recv(self->c.a, b, 4096 - 8, MSG_WAITALL));
+	EXPECT_EQ('A', b[4096 - 9]);
+	EXPECT_EQ(grows0 + 1, hps_stat("window_grows"));
+	ASSERT_EQ(0, window_of(self->c.a, &info));
+	EXPECT_EQ(8192, info.hpsi_rx_buf);
+	/* the buffers that come back are announced as class 1 */
+	n = credits_until_update(&self->c.p, &h, 4);
+	ASSERT_LT(0, n) TH_LOG("no credit update");
+	EXPECT_EQ(1, CR_CLS(be16toh(h.credits)));
+	EXPECT_LE(1, CR_N(be16toh(h.credits)));
+	ASSERT_EQ(0, peer_credit(&self->c.p));
+
+	/* idle: SHRINK within a second or two */
+	end = hps_now() + 3;
+	while (!shrink && hps_now() < end) {
+		if (peer_recv(&self->c.p, &h, 500))
+			continue;
+		if ((h.type & 0x0f) == MSG_SHRINK) {
+			shrink = 1;
+			EXPECT_EQ(8, be32toh(h.len));
+			EXPECT_EQ(0, be32toh(*(uint32_t *)self->c.p.body));
+			EXPECT_EQ(3, be32toh(*(uint32_t *)(self->c.p.body + 4)));
+		}
+	}
+	ASSERT_TRUE(shrink) TH_LOG("no SHRINK from the idle kernel end");
+	EXPECT_EQ(shrinks0 + 1, hps_stat("window_shrinks"));
+	ASSERT_EQ(0, window_of(self->c.a, &info));
+	EXPECT_EQ(4096, info.hpsi_rx_buf);
+	EXPECT_EQ(3, info.hpsi_rx_win);
+
+	/* fill the kernel's buffers with PADs until it holds what it did */
+	end = hps_now() + 5;
+	while (hps_now() < end) {
+		ASSERT_EQ(0, window_of(self->c.a, &info));
+		if (info.hpsi_mem == info0.hpsi_mem)
+			break;
+		if (self->c.p.kcredits > 0)
+			ASSERT_EQ(0, peer_send(&self->c.p, PV, MSG_PAD, 0, 0,
+					       8));
+		if (!peer_recv(&self->c.p, &h, 100) && self->c.p.kcredits > 0)
+			ASSERT_EQ(0, peer_credit(&self->c.p));
+	}
+	EXPECT_EQ(info0.hpsi_mem, info.hpsi_mem);
+	/* and the connection carries data */
+	ASSERT_LT(0, self->c.p.kcredits);
+	ASSERT_EQ(0, peer_send(&self->c.p, PV, 1, 0, 3, 11));
+	ASSERT_EQ(3, recv(self->c.a, b, sizeof(b), 0));
+	EXPECT_EQ(0, memcmp(b, "AAA", 3));
+}
+
+/*
+ * Short DATA arriving while earlier bytes wait unread is copied behind
+ * them and its buffer given back: a peer keeps sending small messages to
+ * a reader that does not read, far beyond the window of three, and the
+ * bytes come out whole and in order, to a peek and to a read.
+ */
+TEST_F(peer, short_data_is_copied_behind_unread_bytes)
+{
+	static char tx[60 * 100], rx[sizeof(tx) + 1], pk[sizeof(tx) + 1];
+	struct hps_info info;
+	struct hdr h;
+	double end;
+	int i, q;
+
+	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
+	hps_fill_random(tx, sizeof(tx));
+	for (i = 0; i < 60; i++) {
+		end = hps_now() + 3;
+		while (self->c.p.kcredits < 2 && hps_now() < end)
+			peer_recv(&self->c.p, &h, 100);
+		ASSERT_LE(2, self->c.p.kcredits)
+			TH_LOG("no credit back after %d messages", i);
+		ASSERT_EQ(0, peer_send_bytes(&self->c.p, tx + i * 100, 100));
+	}
+	end = hps_now() + 3;
+	do {
+		ASSERT_EQ(0, ioctl(self->c.a, FIONREAD, &q));
+	} while (q < (int)sizeof(tx) && hps_now() < end && !usleep(10000));
+	ASSERT_EQ((int)sizeof(tx), q);
+	/*
+	 * in two buffers of 4 KiB; the window doubled once, when the second
+	 * left the peer with one credit
+	 */
+	ASSERT_EQ(0, window_of(self->c.a, &info));
+	EXPECT_GE(6, info.hpsi_rx_win);
+	EXPECT_EQ(4096, info.hpsi_rx_buf);
+	ASSERT_EQ((ssize_t)sizeof(tx), recv(self->c.a, pk, sizeof(pk), MSG_PEEK));
+	EXPECT_EQ(0, memcmp(tx, pk, sizeof(tx)));
+	ASSERT_EQ((ssize_t)sizeof(tx), recv(self->c.a, rx, sizeof(rx), 0));
+	EXPECT_EQ(0, memcmp(tx, rx, sizeof(tx)));
 }
 
 struct bad_hello {
@@ -463,7 +723,7 @@ TEST(bad_hellos_rejected)
 		{ "short", 0x48505331, PV, 4, 65536, 8 },
 		{ "magic", 0x12345678, PV, 4, 65536, 16 },
 		{ "version", 0x48505331, 9, 4, 65536, 16 },
-		{ "version 3, the previous protocol", 0x48505331, 3, 4, 65536, 16 },
+		{ "version 4, the previous protocol", 0x48505331, 4, 4, 65536, 16 },
 		{ "credits 0", 0x48505331, PV, 0, 65536, 16 },
 		{ "credits 2, below the minimum window", 0x48505331, PV, 2, 65536, 16 },
 		{ "credits huge", 0x48505331, PV, 100000, 65536, 16 },
@@ -511,7 +771,7 @@ static void *hps_connect_thread(void *arg)
 	return NULL;
 }
 
-/* A peer of protocol version 3 is refused, and counted. */
+/* A peer of protocol version 4 is refused, and counted. */
 TEST(old_version_refused_and_counted)
 {
 	long e0 = hps_stat("proto_errors");
@@ -523,7 +783,7 @@ TEST(old_version_refused_and_counted)
 	if (l < 0)
 		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 	ASSERT_LE(0, e0) TH_LOG("no proto_errors in /proc/net/hps_stat");
-	mk_hello(h, 0x48505331, 3, 16, 65536);
+	mk_hello(h, 0x48505331, 4, 16, 65536);
 	EXPECT_NE(0, peer_connect(&p, port, h, sizeof(h)));
 	peer_close(&p);
 	EXPECT_EQ(e0 + 1, hps_stat("proto_errors"));

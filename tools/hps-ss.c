@@ -324,6 +324,8 @@ static void show_json(const struct hps_diag_msg *r, struct nlattr **tb,
 	       (unsigned long long)fl.hdf_rx_bufs * fl.hdf_buf_size,
 	       fl.hdf_rx_queued, fl.hdf_tx_queued, fl.hdf_stalls,
 	       fl.hdf_stalled);
+	printf("\"rx_win\":%u,\"rx_buf\":%u,\"mem_kib\":%u,",
+	       fl.hdf_rx_win, fl.hdf_rx_buf, fl.hdf_mem_kib);
 	printf("\"bytes_sent\":%llu,\"bytes_received\":%llu,"
 	       "\"msgs_sent\":%llu,\"msgs_received\":%llu,",
 	       (unsigned long long)c.hdc_tx_bytes,
@@ -379,11 +381,12 @@ static void show_text(const struct hps_diag_msg *r, struct nlattr **tb,
 		printf("\t %s/%u qpn:%u", rd.hdr_dev[0] ? rd.hdr_dev : "-",
 		       rd.hdr_port, rd.hdr_qpn);
 		if (fl.hdf_version)
-			printf(" v%u credits:%u/%u peer_credits:%u/%u window:%ux%u tx_bufs:%u",
+			printf(" v%u credits:%u/%u peer_credits:%u/%u window:%ux%u/%ux%u tx_bufs:%u",
 			       fl.hdf_version, fl.hdf_credits,
 			       fl.hdf_peer_window, fl.hdf_peer_credits,
-			       fl.hdf_rx_bufs, fl.hdf_rx_bufs, fl.hdf_buf_size,
-			       fl.hdf_tx_bufs);
+			       fl.hdf_rx_bufs, fl.hdf_rx_win, fl.hdf_rx_buf,
+			       fl.hdf_rx_bufs, fl.hdf_buf_size, fl.hdf_tx_bufs);
+		printf(" mem:%uK", fl.hdf_mem_kib);
 		printf(" rx_queued:%u tx_queued:%u stalls:%u%s",
 		       fl.hdf_rx_queued, fl.hdf_tx_queued, fl.hdf_stalls,
 		       fl.hdf_stalled ? " stalled" : "");

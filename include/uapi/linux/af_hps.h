@@ -44,10 +44,16 @@
  * @hpsi_credits:	send credits currently held
  * @hpsi_peer_credits:	receive buffers the peer may still fill (at most;
  *			messages in flight are not known)
- * @hpsi_buf_size:	bytes per kernel buffer on this connection
- * @hpsi_rx_bufs:	receive buffers posted by this end (its window)
+ * @hpsi_buf_size:	largest kernel buffer on this connection (bytes)
+ * @hpsi_rx_bufs:	largest receive window of this end (buffers)
  * @hpsi_tx_bytes:	payload bytes sent
  * @hpsi_rx_bytes:	payload bytes received
+ * @hpsi_rx_win:	receive window of this end now (buffers; it grows
+ *			while the peer has more to send and shrinks when
+ *			the connection is idle)
+ * @hpsi_rx_buf:	bytes of each receive buffer posted now
+ * @hpsi_mem:		bytes of buffers this end holds now (receive and
+ *			send, as charged to net.hps.mem)
  *
  * New fields are only ever appended; a caller with a shorter structure gets
  * the leading part.
@@ -61,6 +67,9 @@ struct hps_info {
 	__u32	hpsi_rx_bufs;
 	__u64	hpsi_tx_bytes;
 	__u64	hpsi_rx_bytes;
+	__u32	hpsi_rx_win;
+	__u32	hpsi_rx_buf;
+	__u64	hpsi_mem;
 };
 
 /*
@@ -193,6 +202,10 @@ struct hps_diag_rdma {
  * @hdf_tx_queued:	bytes written and not yet delivered
  * @hdf_stalls:		credit stalls so far (data waited for credits)
  * @hdf_stalled:	1 while data waits for credits now
+ * @hdf_rx_win:		receive window now (buffers; hdf_rx_bufs is the
+ *			largest it may grow to)
+ * @hdf_rx_buf:		bytes of each receive buffer posted now
+ * @hdf_mem_kib:	KiB of buffers the socket holds (net.hps.mem)
  */
 struct hps_diag_flow {
 	__u32	hdf_version;
@@ -206,6 +219,9 @@ struct hps_diag_flow {
 	__u32	hdf_tx_queued;
 	__u32	hdf_stalls;
 	__u32	hdf_stalled;
+	__u32	hdf_rx_win;
+	__u32	hdf_rx_buf;
+	__u32	hdf_mem_kib;
 };
 
 /**
