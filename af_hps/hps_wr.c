@@ -317,8 +317,13 @@ int hps_wr_buf_alloc(struct hps_sock *hs, struct hps_buf *b, u32 size,
 	err = hps_mem_charge(hn, 1UL << order);
 	if (err)
 		return err;
-	if (more)
-		gfp |= __GFP_NORETRY;
+	/*
+	 * Growth tries once; a connection's first buffers try harder, but
+	 * neither calls the OOM killer: at its memory cgroup's limit a
+	 * connection fails with ENOBUFS, and kills no process for its
+	 * buffers (the socket's owner, whose cgroup it is, would be the one).
+	 */
+	gfp |= more ? __GFP_NORETRY : __GFP_RETRY_MAYFAIL;
 	old = set_active_memcg(hs->memcg);
 	page = alloc_pages(gfp, order);
 	set_active_memcg(old);

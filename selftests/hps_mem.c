@@ -30,6 +30,10 @@
  *  - a connect() refused for want of memory gives its charge back while
  *    its socket stays open, and that socket can listen or connect again
  *    without anything left charged twice.
+ *  - a memory cgroup limit on the connecting process: connect() fails
+ *    with ENOBUFS once its cgroup is full, nothing is OOM-killed, the
+ *    connections up carry checked data both ways, and once they are
+ *    closed as many fit again.
  *
  * The connections are made in the test's own namespace: a new one has no
  * RDMA-capable interface (see hps_diag.c), at its credits and buf_size as
@@ -45,6 +49,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -1076,6 +1083,249 @@ static void failed_connect_body(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(limit, failed_connect_gives_charge_back, CASE_TIMEOUT)
 {
 	run_case(_metadata, self, failed_connect_body);
+}
+
+/*
+ * A memory cgroup limit on the process that makes the connections: its
+ * sockets' buffers are charged to its cgroup (as TCP's socket memory is),
+ * so once the cgroup is full connect() fails with ENOBUFS, and nothing is
+ * killed for it; the connections already up carry checked data both ways
+ * (their windows cannot grow at the client), and once they are closed
+ * the charge is gone and as many fit again.
+ *
+ * The cgroup v2 hierarchy is the one mounted, else one mounted for the
+ * case. The connecting process is a child of its own in the cgroup, which
+ * does nothing but connect until connect() fails; the test takes its
+ * sockets from it: a process that touched new memory at its cgroup's
+ * limit would be reclaimed from or killed for it, whatever AF_HPS did.
+ */
+#define CG_MAX		(200 * 1024)	/* the cgroup's memory.max, bytes */
+
+static int cg_write(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = errno;
+	close(fd);
+	return ret;
+}
+
+/* "key value" of a flat-keyed cgroup file (memory.events); -1 if absent */
+static long long cg_key(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX], k[64];
+	long long v, ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", k, &v) == 2)
+		if (!strcmp(k, key))
+			ret = v;
+	fclose(f);
+	return ret;
+}
+
+/* The cgroup2 mount point into @root; 1 if mounted here, 0 if found. */
+static int cg2_root(char *root, size_t len)
+{
+	char dev[64], dir[PATH_MAX], type[64];
+	FILE *f = fopen("/proc/mounts", "r");
+
+	while (f && fscanf(f, "%63s %4095s %63s %*[^\n]", dev, dir, type) == 3) {
+		if (!strcmp(type, "cgroup2")) {
+			fclose(f);
+			snprintf(root, len, "%s", dir);
+			return 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	snprintf(root, len, "/tmp/hps-mem-cg2.XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	if (mount("none", root, "cgroup2", 0, NULL)) {
+		rmdir(root);
+		return -1;
+	}
+	return 1;
+}
+
+/* What the connecting child did, in a page it shares with the test. */
+struct cg_result {
+	volatile int n, err, done, go;
+	int fd[NMAX];
+};
+
+/*
+ * In the cgroup @cg: NMAX sockets, then connect them to @port one by one
+ * until connect() fails; the sockets and the errno go into @res, and the
+ * child waits there until the test has taken its sockets (pidfd_getfd()).
+ * The sockets are made first, so that what connect() charges, the
+ * connection's buffers, is what meets the limit (a socket() at the limit
+ * may have the cgroup's OOM killer look for a victim, as for TCP); its
+ * stack is touched before it moves in and it reports through memory
+ * charged already, so that nothing else of it is charged at the limit.
+ */
+static void cg_connector(const char *cg, struct cg_result *res, int port)
+{
+	const char *addr = hps_env("HPS_SELF", "127.0.0.1");
+	struct sockaddr_in sin;
+	char stack[64 * 1024];
+	int i;
+
+	memset(stack, 1, sizeof(stack));
+	hps_sin(&sin, addr, port);
+	if (cg_write(cg, "cgroup.procs", "0"))
+		_exit(2);
+	for (i = 0; i < NMAX; i++) {
+		res->fd[i] = socket(AF_HPS, SOCK_STREAM, 0);
+		if (res->fd[i] < 0)
+			_exit(5);
+	}
+	for (i = 0; i < NMAX; i++) {
+		if (connect(res->fd[i], (struct sockaddr *)&sin, sizeof(sin))) {
+			res->err = errno;
+			break;
+		}
+		res->n = i + 1;
+	}
+	res->done = 1;
+	while (!res->go)
+		usleep(10000);
+	_exit(stack[sizeof(stack) - 1] == 1 ? 0 : 6);
+}
+
+/*
+ * A new cgroup @cg limited to CG_MAX, and cg_connector() in it; take its
+ * connected sockets into self->c[] and accept their other ends into
+ * self->a[] (self->n of them). A limit below the charge batch (64 pages)
+ * keeps the cgroup from charging ahead of use. Return: connect()'s
+ * errno, or -1.
+ */
+static int cg_open(struct __test_metadata *_metadata,
+		   FIXTURE_DATA(limit) *self, const char *cg)
+{
+	struct cg_result *res;
+	int st, i, pidfd, err = -1;
+	char val[32];
+	pid_t pid;
+
+	self->n = 0;
+	if (mkdir(cg, 0755)) {
+		TH_LOG("%s: %s", cg, strerror(errno));
+		return -1;
+	}
+	snprintf(val, sizeof(val), "%d", CG_MAX);
+	if (cg_write(cg, "memory.max", val)) {
+		TH_LOG("%s/memory.max: no memory controller?", cg);
+		return -1;
+	}
+	res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED)
+		return -1;
+	memset(res, 0, sizeof(*res));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		cg_connector(cg, res, self->port);
+	pidfd = syscall(SYS_pidfd_open, pid, 0);
+	for (i = 0; i < 3000 && !res->done; i++)
+		usleep(10000);
+	if (res->done && pidfd >= 0) {
+		err = res->err;
+		for (i = 0; i < res->n; i++) {
+			self->c[i] = syscall(SYS_pidfd_getfd, pidfd,
+					     res->fd[i], 0);
+			self->a[i] = accept(self->l, NULL, NULL);
+			if (self->c[i] < 0 || self->a[i] < 0) {
+				TH_LOG("connection %d: %s", i, strerror(errno));
+				err = -1;
+				break;
+			}
+			self->n++;
+		}
+	}
+	res->go = 1;
+	if (pidfd >= 0)
+		close(pidfd);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		TH_LOG("the connecting child: status %#x", st);
+		err = -1;
+	}
+	munmap(res, sizeof(*res));
+	return err;
+}
+
+static void memcg_body(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(limit) *self)
+{
+	char root[PATH_MAX], cg[2][PATH_MAX + 32];
+	long errs0 = stat_of("connect_errors");
+	int mounted, err, n, i;
+
+	mounted = cg2_root(root, sizeof(root));
+	ASSERT_LE(0, mounted) TH_LOG("no cgroup2: %s", strerror(errno));
+	for (i = 0; i < 2; i++)
+		snprintf(cg[i], sizeof(cg[i]), "%s/hps-mem-%d-%d", root,
+			 getpid(), i);
+	/* (the root's controllers may be enabled already: EBUSY is fine) */
+	cg_write(root, "cgroup.subtree_control", "+memory");
+
+	err = cg_open(_metadata, self, cg[0]);
+	TH_LOG("%d connections in a cgroup of %d KiB, then %s", self->n,
+	       CG_MAX / 1024, err > 0 ? strerror(err) : "no failure");
+	EXPECT_EQ(ENOBUFS, err);
+	EXPECT_LE(1, self->n);
+	EXPECT_GT(NMAX, self->n);
+	/* the cgroup's limit is what stopped it, and it killed nothing */
+	EXPECT_LT(0, cg_key(cg[0], "memory.events", "max"));
+	EXPECT_EQ(0, cg_key(cg[0], "memory.events", "oom_kill"));
+	EXPECT_LE(errs0 + 1, stat_of("connect_errors"));
+	/* those up work as before, both ways, with the cgroup full */
+	for (i = 0; i < self->n; i++)
+		EXPECT_EQ(0, exchange(self->c[i], self->a[i]))
+			TH_LOG("connection %d", i);
+	EXPECT_EQ(0, cg_key(cg[0], "memory.events", "oom_kill"));
+
+	/* closed, the charge goes */
+	n = self->n;
+	close_all(self);
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+	/* and in a cgroup of the same size as many fit */
+	err = cg_open(_metadata, self, cg[1]);
+	TH_LOG("again: %d connections, then %s", self->n,
+	       err > 0 ? strerror(err) : "no failure");
+	EXPECT_EQ(ENOBUFS, err);
+	EXPECT_LE(n - 1, self->n);
+	close_all(self);
+	EXPECT_EQ(0, wait_mem_pages(0, 30));
+	EXPECT_EQ(0, cg_key(cg[1], "memory.events", "oom_kill"));
+
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(0, rmdir(cg[i]))
+			TH_LOG("rmdir %s: %s", cg[i], strerror(errno));
+	if (mounted == 1) {
+		umount2(root, MNT_DETACH);
+		rmdir(root);
+	}
+}
+
+TEST_F_TIMEOUT(limit, memory_cgroup_limit, CASE_TIMEOUT)
+{
+	run_case(_metadata, self, memcg_body);
 }
 
 TEST_HARNESS_MAIN
