@@ -795,7 +795,7 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 		goto reject;
 	}
 	chs = hps_sk(sk);
-	hps_sock_memcg_from(chs, lhs);	/* as TCP's children, the listener's */
+	hps_sock_memcg_from(chs, lhs);	/* the listener creator's cgroup */
 	sk->sk_rcvbuf = lsk->sk_rcvbuf;
 	sk->sk_sndbuf = lsk->sk_sndbuf;
 	sk->sk_userlocks = lsk->sk_userlocks;
