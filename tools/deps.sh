@@ -32,6 +32,7 @@ pkgs=(
 	socat python3					# real programs in tests
 	openbsd-inetd iperf3 vsftpd lighttpd curl	# selftests/hps_apps2.sh
 	gnuplot-nox					# make bench plots
+	redis-server redis-tools			# make bench: redis-benchmark
 	trinity						# selftests/hps_trinity.sh
 	dkms man-db groff-base				# make dkms, man pages
 )

@@ -8,9 +8,11 @@
 #                                                  per measurement
 #   bench-guest.sh quick|full OUTDIR FIRST TOTAL   run it (inside a guest)
 #
-# Plan lines: "perf PROGRAM SIZE poll|event" (perftest over rdma_cm, -R) or
+# Plan lines: "perf PROGRAM SIZE poll|event" (perftest over rdma_cm, -R),
 # "hb TRANSPORT TEST SIZE [CONNS]" (hps-bench; CONNS for conns, its
-# --conns). Running appends to OUTDIR/raw.csv
+# --conns) or "app redis TRANSPORT CLIENTS" (redis-benchmark against
+# redis-server; a row per command, test "redis-COMMAND", size CLIENTS,
+# its requests/s as rate_per_s). Running appends to OUTDIR/raw.csv
 # one line per measurement, the configuration ("2n-siw") first and then
 # hps-bench's CSV columns (perftest results mapped onto them: t_typical as
 # the median, BW average as mbps), and what went wrong or needs saying to
@@ -35,6 +37,13 @@ streams=4	# connections of streams, fanin and fanout
 conns_quick=200
 conns_full=1000
 conns_busy=2
+# app redis: redis-server on the peer, redis-benchmark with this many
+# clients on node 1, both under hps_run for AF_HPS and plain for TCP;
+# redis-benchmark's usual commands (not the larger LRANGEs), each
+# redis_n requests (quick) or ten times as many (full)
+redis_clients=50
+redis_cmds=ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset
+redis_n=2000
 
 lat_sizes_full="1 4 16 64 256 1024 4096 16384 65536 262144 1048576"
 bw_sizes_full="64 256 1024 4096 16384 65536 262144 1048576 4194304 16777216"
@@ -86,6 +95,7 @@ plan() {
 			echo "hb $t pingpong 64"
 			echo "hb $t stream 65536"
 		done
+		for t in hps tcp; do echo "app redis $t $redis_clients"; done
 		return
 	fi
 	# ib_write_lat has no event mode (perftest 4.5 refuses -e)
@@ -114,6 +124,7 @@ plan() {
 		hps|tcp) echo "hb $t conns 64 ${HPS_BENCH_CONNS:-$conns_full}" ;;
 		esac
 	done
+	for t in hps tcp; do echo "app redis $t $redis_clients"; done
 	sweep_plan
 }
 
@@ -432,6 +443,54 @@ run_hb() {
 	emit "$name,${line#*,}"
 }
 
+# app redis TRANSPORT CLIENTS: redis-server on the peer and
+# redis-benchmark here, under hps_run (every TCP socket over AF_HPS) for
+# hps, plain for tcp; a row per command
+run_app() {
+	local app=$1 t=$2 clients=$3 port n rc kind=tcp run=() cmd rps avg p50 p99
+	progress "$t $app, $clients clients"
+	if ! command -v redis-server >/dev/null ||
+	   ! command -v redis-benchmark >/dev/null; then
+		note "$t redis: redis-server or redis-benchmark missing (tools/deps.sh installs them)"
+		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
+		return
+	fi
+	port=$((7400 + RANDOM % 1000))	# (not 6379: a stock redis-server)
+	n=$redis_n
+	[ "$mode" = quick ] || n=$((redis_n * 10))
+	[ -z "${HPS_BENCH_REDIS_N:-}" ] || n=$HPS_BENCH_REDIS_N
+	if [ "$t" = hps ]; then
+		run=("$top/tools/preload/hps_run")
+		kind=rdma_cm
+	fi
+	if ! peer_start "$port" "$kind" "${run[@]}" redis-server --port "$port" \
+		--bind "$peer" --save "" --appendonly no --protected-mode no \
+		--daemonize no --logfile ""; then
+		peer_stop
+		note "$t redis: redis-server did not start: $(first_error "$tmp/server")"
+		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
+		return
+	fi
+	run_bounded 900 "$tmp/app" "${run[@]}" redis-benchmark -h "$peer" \
+		-p "$port" -c "$clients" -n "$n" -t "$redis_cmds" --csv
+	rc=$?
+	peer_stop
+	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
+	# "p95_latency_ms","p99_latency_ms","max_latency_ms"
+	if [ $rc = 0 ] && grep -q '^"test","rps"' "$tmp/app"; then
+		grep -v '^"test"' "$tmp/app" | tr -d '"' >"$tmp/app.csv"
+		while IFS=, read -r cmd rps avg _ p50 _ p99 _; do
+			# (not the LPUSH that only fills the list for LRANGE)
+			[[ $cmd == *needed* ]] && continue
+			cmd=${cmd%% *}
+			emit "$t,redis-$cmd,$clients,$n,$(awk -v v="$p50" 'BEGIN { print v * 1000 }'),$(awk -v v="$p99" 'BEGIN { print v * 1000 }'),,,$clients,$rps,,,,,,,,,$(awk -v v="$avg" 'BEGIN { print v * 1000 }')$pad"
+		done <"$tmp/app.csv"
+		return
+	fi
+	note "$t redis: redis-benchmark failed (status $rc$([ $rc = 124 ] && echo ", timed out")): $(first_error "$tmp/app" "$tmp/server")"
+	[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
+}
+
 # The sysctls the sweeps change, with their values at the start (restored
 # after the sweeps and before each sweep point)
 sweep_knobs="credits buf_size ack_thresh inline_max zcopy_thresh"
@@ -473,6 +532,11 @@ while read -r kind a b c d <&3; do
 		fi
 		hb_conns=$d
 		run_hb "$a" "$b" "$c" "$hb_port"
+		;;
+	app)	# app redis TRANSPORT CLIENTS
+		server_stop
+		cur=
+		run_app "$a" "$b" "$c"
 		;;
 	sw)	# sw KNOB VALUE TEST SIZE
 		if [ "sw $a=$b" != "$cur" ] || [ "$restart" = 1 ]; then

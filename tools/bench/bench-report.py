@@ -259,6 +259,20 @@ def sweep_plot(outdir, cfg, panels):
     return png
 
 
+def redis_ratios(rows, cfg):
+    """{command: AF_HPS requests/s / TCP's} of one configuration"""
+    rate = {}
+    for r in rows:
+        if r['config'] == cfg and r['test'].startswith('redis-'):
+            rate[(r['transport'], r['test'][len('redis-'):])] = \
+                num(r.get('rate_per_s'))
+    out = {}
+    for (t, c), v in rate.items():
+        if t == 'hps' and v and rate.get(('tcp', c)):
+            out[c] = v / rate[('tcp', c)]
+    return out
+
+
 def headline(rows, configs):
     """one table over the configurations: the ratios a user asks first"""
     def val(cfg, t, test, size, col):
@@ -277,7 +291,8 @@ def headline(rows, configs):
     head += ['64 KiB bandwidth / %s' % n for n, t in refs
              if t != 'verbs-send-event']
     head += ['connections/s / TCP', 'conns setup/s / TCP',
-             'memory per connection / TCP']
+             'memory per connection / TCP',
+             'redis requests/s / TCP, worst command']
     trows = []
     for cfg in configs:
         row = [cfg]
@@ -294,6 +309,9 @@ def headline(rows, configs):
                          val(cfg, 'tcp', 'conns', 64, 'rate_per_s')))
         row.append(pos_ratio(val(cfg, 'hps', 'conns', 64, 'mem_kib_end'),
                              val(cfg, 'tcp', 'conns', 64, 'mem_kib_end')))
+        rr = redis_ratios(rows, cfg)
+        worst = min(rr, key=rr.get) if rr else None
+        row.append('%.2f (%s)' % (rr[worst], worst) if worst else '-')
         trows.append(row)
     if not trows:
         return []
@@ -433,6 +451,36 @@ def main():
                      if cfg.startswith('1n') else
                      'one per connection (the server on the other node)'),
                     '']
+
+        cmds = []
+        for r in rs:
+            c = r['test'][len('redis-'):]
+            if r['test'].startswith('redis-') and c not in cmds:
+                cmds.append(c)
+        if cmds:
+            def rv(t, c, col, scale=1):
+                rr = by.get((t, 'redis-' + c))
+                v = num(rr[0].get(col)) if rr else None
+                return None if v is None else v / scale
+
+            out += ['### redis-benchmark', '']
+            table(out, ['command', 'AF_HPS requests/s', 'TCP requests/s',
+                        'AF_HPS / TCP', 'AF_HPS median ms', 'TCP median ms',
+                        'AF_HPS p99 ms', 'TCP p99 ms'],
+                  [[c, fmt(rv('hps', c, 'rate_per_s')),
+                    fmt(rv('tcp', c, 'rate_per_s')),
+                    ratio(rv('hps', c, 'rate_per_s'),
+                          rv('tcp', c, 'rate_per_s')),
+                    fmt(rv('hps', c, 'median_us', 1000), 2),
+                    fmt(rv('tcp', c, 'median_us', 1000), 2),
+                    fmt(rv('hps', c, 'p99_us', 1000), 2),
+                    fmt(rv('tcp', c, 'p99_us', 1000), 2)] for c in cmds])
+            r0 = next(r for r in rs if r['test'].startswith('redis-'))
+            out += ['(redis-server on the %s, redis-benchmark with %s '
+                    'clients and %s requests per command; AF_HPS through '
+                    'hps_run on both sides, TCP plain)' %
+                    ('other node' if not cfg.startswith('1n') else
+                     'same node', r0['size'], r0['iters']), '']
 
         cpu_rows = []
         for t in transports:
