@@ -75,25 +75,12 @@ static int peer_start(char *job, size_t joblen, int port, char role, int n,
 		      int zc, size_t words)
 {
 	char cmd[PATH_MAX + 256], exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	FILE *f;
 
-	if (len <= 0)
+	if (hps_self_exe(exe))
 		return -1;
-	exe[len] = 0;
-	snprintf(cmd, sizeof(cmd),
-		 "hps-vm-peer --bg %s --peer %d %c %d %d %zu", exe, port, role,
-		 n, zc, words);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (!fgets(job, joblen, f)) {
-		pclose(f);
-		return -1;
-	}
-	pclose(f);
-	job[strcspn(job, "\n")] = 0;
-	return 0;
+	snprintf(cmd, sizeof(cmd), "%s --peer %d %c %d %d %zu", exe, port,
+		 role, n, zc, words);
+	return hps_peer_bg(job, joblen, cmd);
 }
 
 FIXTURE(across)

@@ -165,24 +165,11 @@ static int peer_main(int argc, char **argv)
 static int peer_start(char *job, size_t joblen, int port, int n)
 {
 	char cmd[PATH_MAX + 128], exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	FILE *f;
 
-	if (len <= 0)
+	if (hps_self_exe(exe))
 		return -1;
-	exe[len] = 0;
-	snprintf(cmd, sizeof(cmd), "hps-vm-peer --bg %s --peer %d %d", exe,
-		 port, n);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (!fgets(job, joblen, f)) {
-		pclose(f);
-		return -1;
-	}
-	pclose(f);
-	job[strcspn(job, "\n")] = 0;
-	return 0;
+	snprintf(cmd, sizeof(cmd), "%s --peer %d %d", exe, port, n);
+	return hps_peer_bg(job, joblen, cmd);
 }
 
 /* One round trip of connection @i's message. Return: 0, or -1 (errno). */

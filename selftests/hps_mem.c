@@ -106,16 +106,9 @@ static int rd_mem(unsigned long long v[3])
 static int wr(const char *name, const char *val)
 {
 	char path[128];
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = errno;
-	close(fd);
-	return ret;
+	return hps_write_file(path, val);
 }
 
 static int wr_mem(long long low, long long pressure, long long high)
@@ -1104,16 +1097,9 @@ TEST_F_TIMEOUT(limit, failed_connect_gives_charge_back, CASE_TIMEOUT)
 static int cg_write(const char *dir, const char *file, const char *val)
 {
 	char path[PATH_MAX];
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = errno;
-	close(fd);
-	return ret;
+	return hps_write_file(path, val);
 }
 
 /* "key value" of a flat-keyed cgroup file (memory.events); -1 if absent */

@@ -34,16 +34,9 @@ static long rd(const char *name)
 static int wr(const char *name, const char *val)
 {
 	char path[128];
-	int fd, ret = 0;
 
 	snprintf(path, sizeof(path), "/proc/sys/net/hps/%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = errno;
-	close(fd);
-	return ret;
+	return hps_write_file(path, val);
 }
 
 static const struct {

@@ -198,12 +198,58 @@ static inline long hps_module_refcnt(void)
 	return v;
 }
 
+/* Write @val to the file @path in one write(); 0 or its errno. */
+static inline int hps_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = errno;
+	close(fd);
+	return ret;
+}
+
 static inline double hps_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* This program's path into @exe (PATH_MAX bytes); 0 or -1. */
+static inline int hps_self_exe(char *exe)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	return 0;
+}
+
+/*
+ * Run the shell command @cmd in the background on node 2 (or on this node
+ * with one node) with hps-vm-peer --bg; its job id goes to @job. 0 or -1.
+ */
+static inline int hps_peer_bg(char *job, size_t joblen, const char *cmd)
+{
+	char line[PATH_MAX + 512];
+	FILE *f;
+
+	snprintf(line, sizeof(line), "hps-vm-peer --bg %s", cmd);
+	f = popen(line, "r");
+	if (!f)
+		return -1;
+	if (!fgets(job, joblen, f)) {
+		pclose(f);
+		return -1;
+	}
+	pclose(f);
+	job[strcspn(job, "\n")] = 0;
+	return 0;
 }
 
 /*
@@ -213,29 +259,16 @@ static inline double hps_now(void)
 static inline int hps_peer_server(char *job, size_t joblen, const char *args)
 {
 	char cmd[PATH_MAX + 256], exe[PATH_MAX];
-	ssize_t n;
-	FILE *f;
 	int port = hps_rand_port();
 
 	/* tools/hps_xfer, found next to the test binary's directory */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (hps_self_exe(exe))
 		return -1;
-	exe[n] = 0;
 	*strrchr(exe, '/') = 0;
 	snprintf(cmd, sizeof(cmd),
-		 "hps-vm-peer --bg sh -c 'exec %s/../tools/hps_xfer -l $HPS_SELF %d %s'",
+		 "sh -c 'exec %s/../tools/hps_xfer -l $HPS_SELF %d %s'",
 		 exe, port, args);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (!fgets(job, joblen, f)) {
-		pclose(f);
-		return -1;
-	}
-	pclose(f);
-	job[strcspn(job, "\n")] = 0;
-	return port;
+	return hps_peer_bg(job, joblen, cmd) ? -1 : port;
 }
 
 static inline int hps_peer_wait(const char *job)
