@@ -1076,6 +1076,25 @@ static bool hps_rx_eof(struct hps_sock *hs)
 	       test_bit(HPS_F_FIN_RCVD, &hs->flags);
 }
 
+/*
+ * A sleeping reader waits for data, the end of the stream, an error or
+ * another reader's zero-copy read; the send side's wakeups are not for it.
+ * sk_write_space() (sock_def_write_space()) wakes with EPOLLOUT alone on
+ * every send completion and every credit update, and would have the
+ * reader of a request-response connection run, find nothing and sleep
+ * again once per message it sends. Wakeups without a key (state changes,
+ * hps_zc_wake()) and those with any other event still wake it.
+ * Context: the waker's (a wait queue callback: any context).
+ */
+static int hps_rx_wake(struct wait_queue_entry *wq_entry, unsigned int mode,
+		       int sync, void *key)
+{
+	if (key && !(key_to_poll(key) &
+		     ~(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND)))
+		return 0;
+	return woken_wake_function(wq_entry, mode, sync, key);
+}
+
 /**
  * hps_recvmsg() - proto_ops.recvmsg
  * @sock: the socket
@@ -1089,7 +1108,7 @@ static bool hps_rx_eof(struct hps_sock *hs)
 int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		int flags)
 {
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	DEFINE_WAIT_FUNC(wait, hps_rx_wake);
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	bool peek = flags & MSG_PEEK;

@@ -344,6 +344,112 @@ TEST(ring_filled_under_the_writer)
 }
 
 /*
+ * A thread asleep in recv() on a socket another thread writes to is woken
+ * for what it waits for, not for every message the writer sends: each
+ * send completion and each credit update of the peer used to wake it
+ * (sock_def_write_space()), so that it ran, found nothing and slept again,
+ * once per message (issue 21: 8 context switches per round trip of a
+ * request and its answer, 4 with TCP). Counted in the reader's voluntary
+ * context switches (/proc/self/task/TID/status) while the other thread
+ * sends 300 messages; then the answer wakes it, checked by content.
+ */
+struct sleeper {
+	int fd;
+	pid_t tid;
+	ssize_t got;
+	char buf[64];
+};
+
+static void *sleep_in_recv(void *arg)
+{
+	struct sleeper *r = arg;
+
+	r->tid = gettid();
+	r->got = recv(r->fd, r->buf, sizeof(r->buf), MSG_WAITALL);
+	return NULL;
+}
+
+/* the thread's voluntary context switches, -1 if unknown */
+static long vol_switches(pid_t tid)
+{
+	char path[64], line[128];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* the thread sleeps (state S) */
+static int sleeping(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+TEST(reader_sleeps_through_sends)
+{
+	enum { NMSG = 300 };
+	struct sleeper r = { 0 };
+	char msg[64], got[64];
+	long before, after;
+	int cfd, afd, i, k;
+	pthread_t t;
+
+	ONLY("reader_sleeps_through_sends");
+	ASSERT_EQ(0, hps_pair(&cfd, &afd));
+	ASSERT_EQ(0, set_int(cfd, SOL_TCP, TCP_NODELAY, 1));
+	r.fd = cfd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, sleep_in_recv, &r));
+	for (i = 0; i < 1000 && !(r.tid && sleeping(r.tid)); i++)
+		usleep(1000);
+	ASSERT_TRUE(r.tid && sleeping(r.tid));
+	usleep(20000);		/* well asleep */
+	before = vol_switches(r.tid);
+	ASSERT_LE(0, before);
+	for (k = 0; k < NMSG; k++) {
+		for (i = 0; i < (int)sizeof(msg); i++)
+			msg[i] = (char)(k * 7 + i);
+		ASSERT_EQ(sizeof(msg), send(cfd, msg, sizeof(msg), 0));
+		ASSERT_EQ(sizeof(got), hps_read_all(afd, got, sizeof(got)));
+		ASSERT_EQ(0, memcmp(msg, got, sizeof(msg))) TH_LOG("message %d", k);
+	}
+	usleep(20000);		/* the last completions are in */
+	after = vol_switches(r.tid);
+	ASSERT_EQ(0, r.got) TH_LOG("the reader returned early");
+	TH_LOG("reader woke %ld times for %d messages sent", after - before,
+	       NMSG);
+	/* a few are fine (a timer, the scheduler), one per message is not */
+	EXPECT_LT(after - before, NMSG / 10);
+	for (i = 0; i < (int)sizeof(msg); i++)
+		msg[i] = (char)(0xa5 ^ i);
+	ASSERT_EQ(sizeof(msg), send(afd, msg, sizeof(msg), 0));
+	pthread_join(t, NULL);
+	EXPECT_EQ(sizeof(msg), r.got);
+	EXPECT_EQ(0, memcmp(msg, r.buf, sizeof(msg)));
+	close(cfd);
+	close(afd);
+}
+
+/*
  * A reader killed while its zero-copy read is in flight: it dies at once,
  * and what it did not finish reading is still there for the others.
  */
