@@ -259,15 +259,11 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
  */
 bool hps_tx_credits_due(struct hps_sock *hs)
 {
-	u32 need, thresh;
+	u32 thresh;
 
 	lockdep_assert_held(&hs->lock);
 	if (!hs->rx_pending)
 		return false;
-	/* two at least: the peer still has the two DATA needs */
-	thresh = clamp_t(u32, hs->rx_win * hs->ack_thresh / 100,
-			 min(2U, hs->rx_win - 1), hs->rx_win - 1);
-	need = hs->rx_pending_data ? thresh : max(thresh, 2U);
 	/*
 	 * At once when the peer cannot send DATA for want of them, but only
 	 * with a data buffer among them: credits of control messages alone
@@ -275,7 +271,7 @@ bool hps_tx_credits_due(struct hps_sock *hs)
 	 */
 	if ((hs->rx_out < 2 && hs->rx_pending_data) ||
 	    !list_empty(&hs->rx_wait))
-		need = 1;
+		return true;
 	/*
 	 * While our SRCAVAIL waits for its answer, every credit goes back at
 	 * once: the answer needs one at the peer, and this writer may not be
@@ -285,8 +281,21 @@ bool hps_tx_credits_due(struct hps_sock *hs)
 	 */
 	if (test_bit(HPS_F_ZC_TX, &hs->flags) &&
 	    !test_bit(HPS_F_ZC_TX_REPLY, &hs->flags))
-		need = 1;
-	return hs->rx_pending >= need;
+		return true;
+	/*
+	 * Data buffers and control messages' buffers count apart: two at
+	 * least of either (the peer still has the two DATA needs), so that a
+	 * CREDIT received and a message read do not send a CREDIT of their
+	 * own just before the answer that would have carried both. Counted
+	 * together, they did so at every turn of a request and its answer,
+	 * both ways: each CREDIT took a buffer whose return made the next one
+	 * due. While the peer has fewer than two, the data ones go at once
+	 * (above).
+	 */
+	thresh = clamp_t(u32, hs->rx_win * hs->ack_thresh / 100,
+			 min(2U, hs->rx_win - 1), hs->rx_win - 1);
+	return hs->rx_pending_data >= thresh ||
+	       hs->rx_pending - hs->rx_pending_data >= max(thresh, 2U);
 }
 
 /* The credit update, if due. Context: hs->lock held. */
