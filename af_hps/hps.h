@@ -534,7 +534,8 @@ enum {
  * @ctrl_head: next control slot to use
  * @ctrl_done: first control slot not yet completed
  * @ack_thresh: explicit credit update when this percentage of the window
- *		as it is now is pending (net.hps.ack_thresh)
+ *		as it is now is pending for data buffers, or for control
+ *		messages' buffers counted apart (net.hps.ack_thresh)
  * @inline_max: largest message sent inline
  * @tx_bytes: payload bytes sent
  * @rx_bytes: payload bytes received

@@ -247,7 +247,9 @@ bool hps_tx_ctrl(struct hps_sock *hs, u8 type, bool force)
  * @hs: the connection
  *
  * Explicit credit update: see the comment at the top of the file. The
- * threshold is ack_thresh percent of the window as it is now. Every
+ * threshold is ack_thresh percent of the window as it is now, at least
+ * two; the credits of data buffers and those of control messages'
+ * buffers are compared with it apart. Every
  * credit goes back at once when the peer is left with fewer than the two
  * a DATA message needs and one of them held data (or is new: the window
  * grew), or buffers of another class wait for the next header
@@ -289,8 +291,8 @@ bool hps_tx_credits_due(struct hps_sock *hs)
 	 * own just before the answer that would have carried both. Counted
 	 * together, they did so at every turn of a request and its answer,
 	 * both ways: each CREDIT took a buffer whose return made the next one
-	 * due. While the peer has fewer than two, the data ones go at once
-	 * (above).
+	 * due. While the peer has fewer than two, every pending credit goes
+	 * at once if one held data (above).
 	 */
 	thresh = clamp_t(u32, hs->rx_win * hs->ack_thresh / 100,
 			 min(2U, hs->rx_win - 1), hs->rx_win - 1);
