@@ -699,6 +699,7 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 
+	trace_hps_msg_recv(hs, hdr->type, len, credits, cls);
 	spin_lock(&hs->lock);
 	WRITE_ONCE(hs->rx_stamp, jiffies);	/* the peer is alive */
 	hs->rx_msgs++;

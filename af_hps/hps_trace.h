@@ -398,6 +398,62 @@ DEFINE_EVENT(hps_zc_class, hps_zc_cancel,
 	     TP_ARGS(hs, len, why));
 
 /*
+ * hps_msg_send, hps_msg_recv: a message of the protocol (protocol.rst,
+ * "Message header") posted, or taken from a receive completion: its type
+ * and flags, payload bytes, and the credits its header returns with their
+ * class. With sched_wakeup and the syscalls' events, where a message's
+ * time goes: sendmsg, post, the peer's receive completion, the reader's
+ * wakeup, recvmsg's return.
+ */
+DECLARE_EVENT_CLASS(hps_msg_class,
+		    TP_PROTO(const struct hps_sock *hs, u8 type, u32 len,
+			     u32 credits, u8 cls),
+		    TP_ARGS(hs, type, len, credits, cls),
+		    TP_STRUCT__entry(__field(const void *, skaddr)
+				     __array(__u8, src, sizeof(struct sockaddr_in6))
+				     __array(__u8, dst, sizeof(struct sockaddr_in6))
+				     __field(u8, type)
+				     __field(u8, cls)
+				     __field(u32, len)
+				     __field(u32, credits)),
+		    TP_fast_assign(hps_tp_sock(&__entry->skaddr, __entry->src,
+					       __entry->dst, hs);
+				   __entry->type = type;
+				   __entry->cls = cls;
+				   __entry->len = len;
+				   __entry->credits = credits;),
+		    TP_printk(HPS_TP_SOCK_FMT "type=%s%s len=%u credits=%u cls=%u",
+			      __entry->skaddr, __entry->src, __entry->dst,
+			      __print_symbolic(__entry->type & HPS_MSG_TYPE_MASK,
+					       { HPS_MSG_DATA, "DATA" },
+					       { HPS_MSG_CREDIT, "CREDIT" },
+					       { HPS_MSG_FIN, "FIN" },
+					       { HPS_MSG_ABORT, "ABORT" },
+					       { HPS_MSG_SRCAVAIL, "SRCAVAIL" },
+					       { HPS_MSG_RDMA_DONE, "RDMA_DONE" },
+					       { HPS_MSG_SENDSM, "SENDSM" },
+					       { HPS_MSG_CANCEL, "CANCEL" },
+					       { HPS_MSG_SHRINK, "SHRINK" },
+					       { HPS_MSG_PAD, "PAD" }),
+			      __print_flags(__entry->type & ~HPS_MSG_TYPE_MASK, "",
+					    { HPS_MSG_F_FIN_ACK, "|FIN_ACK" },
+					    { HPS_MSG_F_RESERVE, "|RESERVE" },
+					    { HPS_MSG_F_RESERVE_BACK, "|RESERVE_BACK" },
+					    { HPS_MSG_F_MORE, "|MORE" }),
+			      __entry->len, __entry->credits, __entry->cls)
+);
+
+DEFINE_EVENT(hps_msg_class, hps_msg_send,
+	     TP_PROTO(const struct hps_sock *hs, u8 type, u32 len, u32 credits,
+		      u8 cls),
+	     TP_ARGS(hs, type, len, credits, cls));
+
+DEFINE_EVENT(hps_msg_class, hps_msg_recv,
+	     TP_PROTO(const struct hps_sock *hs, u8 type, u32 len, u32 credits,
+		      u8 cls),
+	     TP_ARGS(hs, type, len, credits, cls));
+
+/*
  * hps_zc_sendsm: the receiver takes the rest of the peer's advertised
  * bytes by copy (SENDSM): @read bytes of @len were read zero copy.
  */

@@ -39,6 +39,7 @@
 #include <linux/slab.h>
 
 #include "hps.h"
+#include "hps_trace.h"
 
 #define HPS_CTRL_BUF	64	/* control buffers: header only, padded */
 
@@ -658,6 +659,8 @@ static void hps_wr_sent(struct hps_sock *hs, const struct hps_hdr *hdr,
 			u32 credits)
 {
 	lockdep_assert_held(&hs->lock);
+	trace_hps_msg_send(hs, hdr->type, be32_to_cpu(hdr->len), credits,
+			   be16_to_cpu(hdr->credits) >> HPS_CR_CLS_SHIFT);
 	if (hdr->type & HPS_MSG_F_FIN_ACK)
 		clear_bit(HPS_F_FIN_ACK_OWED, &hs->flags);
 	if (hdr->type & HPS_MSG_F_RESERVE_BACK) {

@@ -7,7 +7,7 @@
  * stall too); aborts with their reason (local, peer, user timeout);
  * keepalive probes and the user timeout; zero-copy decisions and
  * fallbacks (zero copy, copy for a small send, a non-blocking or peeking
- * reader, a sender's cancel). The keepalive timeout of a silent peer is
+ * reader, a sender's cancel); every message sent and received. The keepalive timeout of a silent peer is
  * checked in hps_ka_peer (two nodes).
  *
  * hps-configs: 1:rxe
@@ -195,6 +195,53 @@ static long long stalled_pair(int port, int l, int *c, int *a)
 		return -1;
 	usleep(200000);
 	return sent;
+}
+
+/*
+ * Every message of the protocol, posted and received, with its type,
+ * flags, length and credits: the active side's first CREDIT, 64 bytes
+ * each way (a DATA returns the credit of the one it answers), the FIN
+ * and its acknowledgement.
+ */
+TEST_F(tr, messages_both_ways)
+{
+	int c = connect_port(self->lport), a, one = 1;
+	char b[64], got[64], dst[64], src[64];
+
+	ASSERT_GE(c, 0);
+	a = accept(self->l, NULL, NULL);
+	ASSERT_GE(a, 0);
+	ASSERT_EQ(0, setsockopt(c, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(a, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	memset(b, 'q', sizeof(b));
+	ASSERT_EQ(sizeof(b), send(c, b, sizeof(b), 0));
+	ASSERT_EQ(sizeof(got), recv(a, got, sizeof(got), MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(b, got, sizeof(b)));
+	memset(b, 'r', sizeof(b));
+	ASSERT_EQ(sizeof(b), send(a, b, sizeof(b), 0));
+	ASSERT_EQ(sizeof(got), recv(c, got, sizeof(got), MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(b, got, sizeof(b)));
+	ASSERT_EQ(0, shutdown(c, SHUT_WR));
+	ASSERT_EQ(0, recv(a, got, sizeof(got), 0));
+	close(a);
+	close(c);
+	usleep(300000);
+	collect(_metadata, self);
+	snprintf(dst, sizeof(dst), "dst=%s:%d ", hps_env("HPS_SELF", "?"),
+		 self->lport);
+	snprintf(src, sizeof(src), "src=%s:%d ", hps_env("HPS_SELF", "?"),
+		 self->lport);
+	/* the client's messages */
+	EXPECT_TRUE(FOUND("hps_msg_send", dst, "type=CREDIT len=0 "));
+	EXPECT_TRUE(FOUND("hps_msg_send", dst, "type=DATA len=64 "));
+	EXPECT_TRUE(FOUND("hps_msg_send", dst, "type=FIN len=0 "));
+	EXPECT_TRUE(FOUND("hps_msg_recv", dst, "type=DATA len=64 credits=1 "));
+	/* the server's */
+	EXPECT_TRUE(FOUND("hps_msg_recv", src, "type=CREDIT len=0 "));
+	EXPECT_TRUE(FOUND("hps_msg_recv", src, "type=DATA len=64 "));
+	EXPECT_TRUE(FOUND("hps_msg_send", src, "type=DATA len=64 credits=1 "));
+	EXPECT_TRUE(FOUND("hps_msg_recv", src, "type=FIN len=0 "));
+	EXPECT_TRUE(FOUND("hps_msg_send", src, "|FIN_ACK len=0 "));
 }
 
 /* a writer fills the window of a reader that waits, then reads */
