@@ -3,7 +3,8 @@
 #
 # Smoke test of the benchmark tool: every hps-bench test, tiny, once for
 # AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
-# AF_SMC; servers on the peer (node 2, or node 1 itself over loopback).
+# AF_SMC; servers on the peer (node 2, or node 1 itself over loopback);
+# on one node, lat-breakdown.sh's stages of a traced pingpong.
 # Checks the exit status (which covers hps-bench's own data checks: echo
 # compare, stream checksums) and the shape of the CSV line (and for conns
 # that every connection was opened), never the speed.
@@ -51,8 +52,12 @@ once() { [ "$HPS_NODES" = 1 ] || [ -n "${HPS_FULL:-}${HPS_EVERYWHERE:-}" ]; }
 tcp_tests=() smc=0
 once && tcp_tests=("${tests[@]}") smc=1
 
+# lat-breakdown.sh (one node: it traces both ends in one buffer)
+lb=0
+[ "$HPS_NODES" = 1 ] && lb=1
+
 echo "TAP version 13"
-echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc ))"
+echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc + lb ))"
 
 result() {
 	n=$((n + 1))
@@ -148,6 +153,18 @@ suite hps "${tests[@]}"
 [ ${#tcp_tests[@]} = 0 ] || suite tcp "${tcp_tests[@]}"
 suite rsocket "${rs_tests[@]}"
 [ "$smc" = 0 ] || suite smc "stream --size 65536 --iters 20"
+
+# The latency breakdown: every stage found for nearly every message of
+# 200 round trips (220 with the warm-up, 440 messages)
+if [ "$lb" = 1 ]; then
+	out=$(timeout -k 5 120 "$top/tools/bench/lat-breakdown.sh" 200 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	msgs=$(echo "$out" | awk '/^messages:/ { print $2 }')
+	stages=$(echo "$out" | grep -cE '^(send|wire|wake|recv|oneway) +[0-9.]+ +[0-9.]+$')
+	[ "$rc" = 0 ] && [ "${msgs:-0}" -ge 400 ] && [ "$stages" = 5 ]
+	result $? "lat-breakdown.sh: five stages over ${msgs:-no} messages"
+fi
 
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" = 0 ]

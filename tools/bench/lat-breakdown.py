@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""lat-breakdown.py TRACE: where a one-way message's time goes, from a
+tracefs text trace of a 64-byte hps-bench pingpong on one node
+(lat-breakdown.sh records it). For every DATA message, four stages:
+
+  send   the sender's sendto() entry to the message's post (hps_msg_send)
+  wire   the post to the receiver's receive completion (hps_msg_recv):
+         the device's work, both sides' softirq processing
+  wake   the completion to the receiving thread's wakeup (sched_wakeup),
+         0 when the thread did not sleep
+  recv   the wakeup (or the completion) to the receiver's recvfrom() return
+
+and their sum against the one-way time (the sender's sendto() entry to the
+receiver's recvfrom() return). Prints median and 99th percentile of each
+in microseconds, and the count of messages seen."""
+
+import re
+import sys
+
+LINE = re.compile(r'^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+'
+                  r'(?P<ts>\d+\.\d+):\s+(?P<ev>[a-z_0-9]+)[:( ]\s*(?P<rest>.*)$')
+
+
+def pct(v, p):
+    if not v:
+        return float('nan')
+    v = sorted(v)
+    return v[min(len(v) - 1, int(p / 100.0 * len(v)))]
+
+
+def main():
+    enter = {}          # pid -> last sys_enter_sendto time
+    pending = None      # the message in flight
+    stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'sum', 'oneway')}
+    bench = set()
+    for line in open(sys.argv[1], errors='replace'):
+        m = LINE.match(line)
+        if not m:
+            continue
+        ev, ts, pid = m['ev'], float(m['ts']) * 1e6, int(m['pid'])
+        rest = m['rest']
+        if ev == 'sys_sendto':
+            bench.add(pid)
+            enter[pid] = ts
+        elif ev == 'hps_msg_send' and 'type=DATA' in rest:
+            if pid in enter:
+                pending = {'pid': pid, 'a': enter.pop(pid), 'b': ts}
+            else:
+                pending = None
+        elif ev == 'hps_msg_recv' and 'type=DATA' in rest:
+            if pending and 'c' not in pending:
+                pending['c'] = ts
+        elif ev == 'sched_wakeup':
+            w = re.search(r'pid=(\d+)', rest)
+            if (pending and 'c' in pending and 'd' not in pending and w and
+                    int(w.group(1)) != pending['pid'] and
+                    int(w.group(1)) in bench):
+                pending['d'] = ts
+        elif ev == 'sys_recvfrom' and '->' in rest:
+            if (pending and 'c' in pending and pid != pending['pid'] and
+                    pid in bench):
+                p = pending
+                d = p.get('d', p['c'])
+                st = {'send': p['b'] - p['a'], 'wire': p['c'] - p['b'],
+                      'wake': d - p['c'], 'recv': ts - d,
+                      'oneway': ts - p['a']}
+                if min(st.values()) >= 0:
+                    st['sum'] = st['send'] + st['wire'] + st['wake'] + st['recv']
+                    for k, v in st.items():
+                        stages[k].append(v)
+                pending = None
+    n = len(stages['oneway'])
+    print(f"messages: {n}")
+    print(f"{'stage':8} {'median us':>10} {'p99 us':>10}")
+    for k in ('send', 'wire', 'wake', 'recv', 'oneway'):
+        print(f"{k:8} {pct(stages[k], 50):10.1f} {pct(stages[k], 99):10.1f}")
+    slept = sum(1 for v in stages['wake'] if v > 0)
+    print(f"receiver asleep when the message came: {slept} of {n}")
+    return 0 if n else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
