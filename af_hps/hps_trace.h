@@ -13,13 +13,14 @@
  *   rx     the receiving side
  *   ka     keepalive and user timeout (probes, timeouts)
  *   zc     zero copy (decisions, fallbacks)
+ *   msg    every message of the protocol, posted and received
  *
  * Every event starts with the same three fields, so that one filter
  * follows one connection through all of them: skaddr (the struct sock,
  * printed hashed as sk=), src and dst (the local and peer address and
  * port, struct sockaddr_in or sockaddr_in6, all zero while unknown).
- * Events of the message path (sendmsg, post, completions, wakeups,
- * recvmsg) belong in tx and rx with the same first fields (hps_tp_sock(),
+ * Events of the message path (sendmsg, completions, wakeups, recvmsg)
+ * belong in tx, rx and msg with the same first fields (hps_tp_sock(),
  * HPS_TP_SOCK_FMT below).
  *
  * The header is read several times (TRACE_HEADER_MULTI_READ); the one .c
@@ -151,6 +152,18 @@ TRACE_DEFINE_ENUM(HPS_ZCW_PEEK);
 TRACE_DEFINE_ENUM(HPS_ZCW_TIMEOUT);
 TRACE_DEFINE_ENUM(HPS_ZCW_SIGNAL);
 TRACE_DEFINE_ENUM(HPS_ZCW_SNDTIMEO);
+
+/* the message types by name for perf and trace-cmd, not only tracefs */
+TRACE_DEFINE_ENUM(HPS_MSG_DATA);
+TRACE_DEFINE_ENUM(HPS_MSG_CREDIT);
+TRACE_DEFINE_ENUM(HPS_MSG_FIN);
+TRACE_DEFINE_ENUM(HPS_MSG_ABORT);
+TRACE_DEFINE_ENUM(HPS_MSG_SRCAVAIL);
+TRACE_DEFINE_ENUM(HPS_MSG_RDMA_DONE);
+TRACE_DEFINE_ENUM(HPS_MSG_SENDSM);
+TRACE_DEFINE_ENUM(HPS_MSG_CANCEL);
+TRACE_DEFINE_ENUM(HPS_MSG_SHRINK);
+TRACE_DEFINE_ENUM(HPS_MSG_PAD);
 
 #define hps_show_zc(r)							\
 	__print_symbolic(r,						\
