@@ -11,7 +11,7 @@ tracefs text trace of a 64-byte hps-bench pingpong on one node
          0 when the thread did not sleep
   recv   the wakeup (or the completion) to the receiver's recvfrom() return
 
-and their sum against the one-way time (the sender's sendto() entry to the
+and the one-way time they add up to (the sender's sendto() entry to the
 receiver's recvfrom() return). Prints median and 99th percentile of each
 in microseconds, and the count of messages seen."""
 
@@ -32,7 +32,7 @@ def pct(v, p):
 def main():
     enter = {}          # pid -> last sys_enter_sendto time
     pending = None      # the message in flight
-    stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'sum', 'oneway')}
+    stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'oneway')}
     bench = set()
     for line in open(sys.argv[1], errors='replace'):
         m = LINE.match(line)
@@ -66,7 +66,6 @@ def main():
                       'wake': d - p['c'], 'recv': ts - d,
                       'oneway': ts - p['a']}
                 if min(st.values()) >= 0:
-                    st['sum'] = st['send'] + st['wire'] + st['wake'] + st['recv']
                     for k, v in st.items():
                         stages[k].append(v)
                 pending = None
