@@ -18,6 +18,7 @@
 #include <linux/termios.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
+#include <net/busy_poll.h>
 #include <net/sock.h>
 #include <net/tcp_states.h>
 
@@ -57,6 +58,15 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 	int state;
 
 	sock_poll_wait(file, sock, wait);
+	/*
+	 * poll() and select() with net.core.busy_poll set ask for busy
+	 * polling (POLL_BUSY_LOOP) and call again until the time is up: one
+	 * pass over the connection's completions each call, as sock_poll()
+	 * does for a NAPI socket.
+	 */
+	if (wait && poll_requested_events(wait) & POLL_BUSY_LOOP &&
+	    sk_can_busy_loop(sk) && !hps_rx_readable(hs))
+		hps_rx_busy_poll_once(hs);
 	state = READ_ONCE(sk->sk_state);
 	if (state == TCP_LISTEN) {
 		if (READ_ONCE(sk->sk_err))

@@ -19,6 +19,16 @@
  *   hps_net.socks_lock (spin, BH)    a namespace's socket list; nothing
  *                                    else is taken under it
  *
+ *   a shared CQ, taken by a busy     its completions, handled by one CPU at
+ *   poller (IRQ_POLL_F_SCHED,        a time: the softirq poller's or a busy
+ *   hps_cq_busy_get())               poller's. A bit, only ever tried, never
+ *                                    waited for (ib_free_cq()'s wait is
+ *                                    excluded by the poller's device
+ *                                    reference); taken with no lock held
+ *                                    and preemption off, and outermost:
+ *                                    the completion handlers run under it
+ *                                    and take hps_sock.lock and the rest
+ *
  *   hps_dev_mutex                    the device list (never taken under
  *                                    hps_sock.lock)
  *   hps_connd_lock (spin, IRQ)       every socket's connection work:
@@ -37,7 +47,8 @@
  *                                    memory accounting itself is lockless
  *                                    (hps_net.mem_allocated, hps_mem.c).
  *
- * CQ completion handlers run in softirq (IB_POLL_SOFTIRQ) and only take
+ * CQ completion handlers run in softirq (IB_POLL_SOFTIRQ), or in a busy
+ * polling task with BHs disabled (hps_rx_busy_poll()), and only take
  * hps_sock.lock. The rdma_cm event handler takes no socket lock: it copies
  * the event and hands it to the socket's connection work (hps_connd_work()
  * on the hps_connd workqueue), which is the only context that destroys
@@ -839,6 +850,10 @@ struct hps_dev *hps_dev_get(struct ib_device *ibdev);
 void hps_dev_put(struct hps_dev *dev);
 int hps_dev_reserve(struct hps_dev *dev, struct hps_sock *hs, int ncqe);
 void hps_dev_unreserve(struct hps_sock *hs);
+void hps_dev_hold(struct hps_dev *dev);
+bool hps_cq_busy_get(struct hps_cq *c);
+int hps_cq_busy_poll(struct hps_cq *c, int budget);
+void hps_cq_busy_put(struct hps_cq *c);
 
 /* hps_cm.c */
 int hps_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
@@ -912,6 +927,19 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		int flags);
 void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 bool hps_rx_readable(struct hps_sock *hs);
+#ifdef CONFIG_NET_RX_BUSY_POLL
+bool hps_rx_busy_poll(struct hps_sock *hs, bool nonblock);
+void hps_rx_busy_poll_once(struct hps_sock *hs);
+#else
+static inline bool hps_rx_busy_poll(struct hps_sock *hs, bool nonblock)
+{
+	return false;
+}
+
+static inline void hps_rx_busy_poll_once(struct hps_sock *hs)
+{
+}
+#endif
 void hps_rx_release_dead(struct hps_sock *hs);
 void hps_rx_post_waiting(struct hps_sock *hs);
 void hps_rx_resize(struct hps_sock *hs);
@@ -1144,6 +1172,9 @@ enum hps_stat {
 	HPS_STAT_CREDIT_RESERVE,
 	HPS_STAT_RX_GROWS,
 	HPS_STAT_RX_SHRINKS,
+	HPS_STAT_BUSY_POLL_HITS,
+	HPS_STAT_BUSY_POLL_MISSES,
+	HPS_STAT_BUSY_POLL_CQES,
 	HPS_STAT_MAX,
 };
 

@@ -802,6 +802,14 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
 	sk->sk_sndtimeo = lsk->sk_sndtimeo;
 	sk->sk_uid = lsk->sk_uid;	/* the owner's, as TCP's children */
+#ifdef CONFIG_NET_RX_BUSY_POLL
+	/* busy polling (SO_BUSY_POLL...), as TCP's children inherit it */
+	WRITE_ONCE(sk->sk_ll_usec, READ_ONCE(lsk->sk_ll_usec));
+	WRITE_ONCE(sk->sk_busy_poll_budget,
+		   READ_ONCE(lsk->sk_busy_poll_budget));
+	WRITE_ONCE(sk->sk_prefer_busy_poll,
+		   READ_ONCE(lsk->sk_prefer_busy_poll));
+#endif
 	chs->zc_thresh = lhs->zc_thresh;
 	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
 	/* keepalive options, as TCP's children inherit them */

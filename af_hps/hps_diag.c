@@ -184,6 +184,12 @@ static int hps_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 			.hdb_state = HPS_BUSYPOLL_ABSENT,
 		};
 
+#ifdef CONFIG_NET_RX_BUSY_POLL
+		bp.hdb_usecs = READ_ONCE(hs->sk.sk_ll_usec);
+		bp.hdb_state = bp.hdb_usecs ? HPS_BUSYPOLL_ON :
+					      HPS_BUSYPOLL_OFF;
+#endif
+
 		if (nla_put(skb, HPS_DIAG_BUSYPOLL, sizeof(bp), &bp))
 			goto full;
 	}

@@ -265,6 +265,105 @@ void hps_dev_unreserve(struct hps_sock *hs)
 	hps_dev_put(dev);
 }
 
+/**
+ * hps_dev_hold() - another reference to a device a connection uses
+ * @dev: the device, referenced by the caller
+ *
+ * Context: any.
+ */
+void hps_dev_hold(struct hps_dev *dev)
+{
+	kref_get(&dev->ref);
+}
+
+/*
+ * Busy polling (hps_rx_busy_poll()) takes a shared CQ from its softirq
+ * poller as NAPI busy polling takes a device queue from NAPI: only while
+ * the softirq poller does not have it, and by the same mark. The softirq
+ * poller has the CQ from the completion event that schedules it
+ * (irq_poll_sched() sets IRQ_POLL_F_SCHED) until it has handled what was
+ * there (irq_poll_complete() clears the bit, then ib_poll_handler()
+ * re-arms the CQ); a busy poller sets that bit itself. So a CQ's
+ * completions are never handled on two CPUs at once: their order is each
+ * connection's byte order, which ib_process_cq_direct() on a softirq CQ
+ * alone would not keep ("may trigger concurrent processing"). While a busy
+ * poller has the CQ, its completion events do not schedule the softirq
+ * poller (irq_poll_sched() finds the bit set) and nothing re-arms it: the
+ * busy poller handles every connection's completions, in their order.
+ * That relies on irq_poll's invariant that a struct irq_poll is on a CPU's
+ * list only while its IRQ_POLL_F_SCHED bit is set (irq_poll_sched() adds
+ * it after setting the bit, __irq_poll_complete() removes it before
+ * clearing it): a busy poller that set the bit has an iop on no list.
+ * ib_free_cq() waits for the bit to clear (irq_poll_disable()); a busy
+ * poller holds a device reference, without which its hps_cq_busy_put()
+ * could touch a freed CQ, and the CQs are freed with the last one.
+ */
+
+/**
+ * hps_cq_busy_get() - take a shared CQ from its softirq poller
+ * @c: the CQ
+ *
+ * Context: preemption disabled until hps_cq_busy_put(): a busy poller
+ * that slept with the CQ would stall every connection on it.
+ * Return: true if the caller has the CQ now, false if the softirq poller
+ * (or another busy poller) has it.
+ */
+bool hps_cq_busy_get(struct hps_cq *c)
+{
+	struct irq_poll *iop = &c->cq->iop;
+
+	lockdep_assert_preemption_disabled();
+	if (WARN_ON_ONCE(c->cq->poll_ctx != IB_POLL_SOFTIRQ))
+		return false;
+	/* look first, as napi_busy_loop(): spinners share the line */
+	if (READ_ONCE(iop->state) & (BIT(IRQ_POLL_F_SCHED) |
+				     BIT(IRQ_POLL_F_DISABLE)))
+		return false;
+	return !test_and_set_bit_lock(IRQ_POLL_F_SCHED, &iop->state);
+}
+
+/**
+ * hps_cq_busy_poll() - handle completions of a CQ the caller has
+ * @c: the CQ, taken with hps_cq_busy_get()
+ * @budget: completions to handle at most
+ *
+ * The completion handlers run with BHs disabled, as they do in softirq.
+ *
+ * Context: process, preemption disabled.
+ * Return: completions handled.
+ */
+int hps_cq_busy_poll(struct hps_cq *c, int budget)
+{
+	int n;
+
+	local_bh_disable();
+	n = ib_process_cq_direct(c->cq, budget);
+	local_bh_enable();
+	return n;
+}
+
+/**
+ * hps_cq_busy_put() - give a CQ back to its softirq poller
+ * @c: the CQ, taken with hps_cq_busy_get()
+ *
+ * As ib_poll_handler() ends: re-arm the CQ, and schedule the softirq
+ * poller for completions that came since the last poll (the completion
+ * events they raised found the CQ taken, or none was armed).
+ *
+ * Context: process, preemption disabled.
+ */
+void hps_cq_busy_put(struct hps_cq *c)
+{
+	struct ib_cq *cq = c->cq;
+
+	clear_bit_unlock(IRQ_POLL_F_SCHED, &cq->iop.state);
+	local_bh_disable();
+	if (ib_req_notify_cq(cq, IB_CQ_NEXT_COMP |
+			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		irq_poll_sched(&cq->iop);
+	local_bh_enable();
+}
+
 static int hps_ib_add_one(struct ib_device *ibdev)
 {
 	struct hps_dev *dev;

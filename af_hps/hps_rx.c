@@ -29,6 +29,7 @@
 #include <linux/sched/signal.h>
 #include <linux/splice.h>
 #include <linux/uio.h>
+#include <net/busy_poll.h>
 #include <net/tcp_states.h>
 
 #include "hps.h"
@@ -1073,7 +1074,7 @@ static int hps_rx_zc(struct hps_sock *hs, struct msghdr *msg, size_t len,
 
 static bool hps_rx_eof(struct hps_sock *hs)
 {
-	return hs->sk.sk_shutdown & RCV_SHUTDOWN ||
+	return READ_ONCE(hs->sk.sk_shutdown) & RCV_SHUTDOWN ||
 	       test_bit(HPS_F_FIN_RCVD, &hs->flags);
 }
 
@@ -1096,6 +1097,138 @@ static int hps_rx_wake(struct wait_queue_entry *wq_entry, unsigned int mode,
 	return woken_wake_function(wq_entry, mode, sync, key);
 }
 
+#ifdef CONFIG_NET_RX_BUSY_POLL
+/* What ends a reader's busy polling: what would wake it. Context: any. */
+static bool hps_rx_busy_end(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+
+	return hps_rx_readable(hs) || READ_ONCE(sk->sk_err) ||
+	       hps_rx_eof(hs) || READ_ONCE(sk->sk_state) == TCP_CLOSE;
+}
+
+/* Completions one pass handles at most, whatever SO_BUSY_POLL_BUDGET says */
+#define HPS_BUSY_BUDGET_MAX	256	/* IB_POLL_BUDGET_IRQ, the softirq's */
+
+/*
+ * The busy loop of hps_rx_busy_poll() and hps_rx_busy_poll_once(), with
+ * no socket lock: @dev is held (hps_dev_hold()) and put here, @c is one
+ * of its CQs. Context: process, may sleep; no lock held.
+ */
+static bool hps_rx_busy_loop(struct hps_sock *hs, struct hps_dev *dev,
+			     struct hps_cq *c, bool nonblock)
+{
+	struct sock *sk = &hs->sk;
+	int budget = READ_ONCE(sk->sk_busy_poll_budget) ?: BUSY_POLL_BUDGET;
+	bool owned = false, ready;
+	unsigned long start;
+	long n = 0;
+
+	might_sleep();
+	budget = min(budget, HPS_BUSY_BUDGET_MAX);
+	start = busy_loop_current_time();
+	preempt_disable();
+	for (;;) {
+		if (!owned)
+			owned = hps_cq_busy_get(c);
+		if (owned)
+			n += hps_cq_busy_poll(c, budget);
+		ready = hps_rx_busy_end(hs);
+		if (ready || nonblock || signal_pending(current) ||
+		    sk_busy_loop_timeout(sk, start))
+			break;
+		if (need_resched()) {
+			if (owned)
+				hps_cq_busy_put(c);
+			owned = false;
+			preempt_enable();
+			cond_resched();
+			preempt_disable();
+			continue;
+		}
+		cpu_relax();
+	}
+	if (owned)
+		hps_cq_busy_put(c);
+	preempt_enable();
+	/* the CQs are freed with the device's last reference */
+	hps_dev_put(dev);
+
+	if (!nonblock)
+		hps_stat_inc(sock_net(sk), ready ? HPS_STAT_BUSY_POLL_HITS :
+						   HPS_STAT_BUSY_POLL_MISSES);
+	if (n)
+		hps_stat_add(sock_net(sk), HPS_STAT_BUSY_POLL_CQES, n);
+	return ready;
+}
+
+/**
+ * hps_rx_busy_poll() - poll the connection's completions instead of sleeping
+ * @hs: the connection
+ * @nonblock: one pass only (a non-blocking read)
+ *
+ * Busy polling (SO_BUSY_POLL; net.core.busy_read by default): for up to
+ * sk_ll_usec microseconds, until the socket has something for the reader,
+ * the reader handles the completions of the CQ its connection shares,
+ * every connection's, taken from the CQ's softirq poller
+ * (hps_cq_busy_get()) as NAPI busy polling takes a device queue. While the
+ * softirq poller has the CQ, the reader only watches its socket. It stops
+ * at a signal, and gives the CQ back and the CPU up while another task
+ * needs the CPU, as napi_busy_loop() does. SO_BUSY_POLL_BUDGET bounds the
+ * completions of one pass (8 by default, as for NAPI; 256 at most).
+ *
+ * Context: process; the socket lock held, released while polling (the
+ * device reference keeps the CQ while the connection may be torn down).
+ * Return: true if the socket has something for the reader.
+ */
+bool hps_rx_busy_poll(struct hps_sock *hs, bool nonblock)
+{
+	struct sock *sk = &hs->sk;
+	struct hps_dev *dev = hs->dev;
+	struct hps_cq *c = hs->cq;
+	bool ready;
+
+	sock_owned_by_me(sk);
+	if (!c || !test_bit(HPS_F_CONN_UP, &hs->flags))
+		return hps_rx_busy_end(hs);
+	hps_dev_hold(dev);
+	release_sock(sk);
+	ready = hps_rx_busy_loop(hs, dev, c, nonblock);
+	lock_sock(sk);
+	return ready;
+}
+
+/**
+ * hps_rx_busy_poll_once() - one pass over the connection's completions
+ * @hs: the connection
+ *
+ * For poll() and select(), which call again until net.core.busy_poll's
+ * time is up, without the socket lock, as tcp_poll(): the connection's
+ * device and CQ, which change only while the socket lock is owned, are
+ * read under its spinlock while nobody owns it; while somebody does, the
+ * pass is skipped.
+ *
+ * Context: process, may sleep; the socket lock not held.
+ */
+void hps_rx_busy_poll_once(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+	struct hps_dev *dev = NULL;
+	struct hps_cq *c = NULL;
+
+	spin_lock_bh(&sk->sk_lock.slock);
+	if (!sock_owned_by_user_nocheck(sk) && hs->cq &&
+	    test_bit(HPS_F_CONN_UP, &hs->flags)) {
+		dev = hs->dev;
+		c = hs->cq;
+		hps_dev_hold(dev);
+	}
+	spin_unlock_bh(&sk->sk_lock.slock);
+	if (c)
+		hps_rx_busy_loop(hs, dev, c, true);
+}
+#endif /* CONFIG_NET_RX_BUSY_POLL */
+
 /**
  * hps_recvmsg() - proto_ops.recvmsg
  * @sock: the socket
@@ -1113,6 +1246,7 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	bool peek = flags & MSG_PEEK;
+	bool busy = false;
 	size_t copied = 0;
 	int target, err = 0;
 	long timeo;
@@ -1187,6 +1321,15 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 					err = -ENOTCONN;
 				break;
 			}
+		}
+		/* Once a call, as TCP: poll the completions, then sleep. */
+		if (!busy && !owned && sk_can_busy_loop(sk)) {
+			busy = true;
+			/* off the wait queue: its wakeups are for a sleeper */
+			remove_wait_queue(sk_sleep(sk), &wait);
+			hps_rx_busy_poll(hs, !timeo);
+			add_wait_queue(sk_sleep(sk), &wait);
+			continue;
 		}
 		if (!timeo) {
 			err = -EAGAIN;

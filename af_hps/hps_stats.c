@@ -52,6 +52,9 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_CREDIT_RESERVE] = "credit_reserve",
 	[HPS_STAT_RX_GROWS] = "window_grows",
 	[HPS_STAT_RX_SHRINKS] = "window_shrinks",
+	[HPS_STAT_BUSY_POLL_HITS] = "busy_poll_hits",
+	[HPS_STAT_BUSY_POLL_MISSES] = "busy_poll_misses",
+	[HPS_STAT_BUSY_POLL_CQES] = "busy_poll_completions",
 };
 
 /**

@@ -98,7 +98,7 @@ export HPS_EVERYWHERE=1
 if [ -n "$smoke" ]; then
 	export HPS_CONFIGS=1:rxe
 	export HPS_TESTS=${HPS_TESTS:-"hps_share hps_zcopy hps_hostile \
-hps_errors final_device_removal"}
+hps_errors hps_busypoll final_device_removal"}
 	export HPS_CHECK_TIMEOUT=${HPS_SMOKE_TIMEOUT:-900}
 	export HPS_NO_TESTBED_CHECKS=1	# make check ran them
 elif [ -z "${HPS_DEBUG_ALL:-}" ]; then

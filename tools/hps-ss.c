@@ -283,6 +283,18 @@ static void attr_copy(void *dst, size_t size, const struct nlattr *a)
 
 static int first = 1;
 
+static const char *busypoll_state(const struct hps_diag_busypoll *b)
+{
+	switch (b->hdb_state) {
+	case HPS_BUSYPOLL_ABSENT:
+		return "absent";
+	case HPS_BUSYPOLL_OFF:
+		return "off";
+	default:
+		return "on";
+	}
+}
+
 static void show_json(const struct hps_diag_msg *r, struct nlattr **tb,
 		      const char *src, const char *dst)
 {
@@ -344,8 +356,7 @@ static void show_json(const struct hps_diag_msg *r, struct nlattr **tb,
 	       "\"busypoll\":\"%s\",\"busypoll_us\":%u}",
 	       k.hdk_on, k.hdk_idle_ms, k.hdk_intvl_ms, k.hdk_cnt,
 	       k.hdk_user_timeout_ms, k.hdk_probes,
-	       b.hdb_state == HPS_BUSYPOLL_ABSENT ? "absent" : "on",
-	       b.hdb_usecs);
+	       busypoll_state(&b), b.hdb_usecs);
 	first = 0;
 }
 
@@ -410,8 +421,10 @@ static void show_text(const struct hps_diag_msg *r, struct nlattr **tb,
 		printf(" keepalive:%s,%u/%u/%u probes:%u user_timeout:%u",
 		       k.hdk_on ? "on" : "off", k.hdk_idle_ms, k.hdk_intvl_ms,
 		       k.hdk_cnt, k.hdk_probes, k.hdk_user_timeout_ms);
-		printf(" busypoll:%s\n", b.hdb_state == HPS_BUSYPOLL_ABSENT ?
-		       "absent" : "on");
+		if (b.hdb_state == HPS_BUSYPOLL_ON)
+			printf(" busypoll:%uus\n", b.hdb_usecs);
+		else
+			printf(" busypoll:%s\n", busypoll_state(&b));
 	}
 }
 

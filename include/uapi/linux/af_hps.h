@@ -278,12 +278,16 @@ struct hps_diag_keepalive {
 
 /* hps_diag_busypoll.hdb_state */
 #define HPS_BUSYPOLL_ABSENT	0	/* this AF_HPS does not busy-poll */
+#define HPS_BUSYPOLL_OFF	1	/* SO_BUSY_POLL is 0 */
+#define HPS_BUSYPOLL_ON		2	/* a read busy-polls for hdb_usecs */
 
 /**
  * struct hps_diag_busypoll - busy polling (HPS_DIAG_BUSYPOLL)
- * @hdb_state:		HPS_BUSYPOLL_ABSENT: AF_HPS has no busy polling
- *			yet; later values will say whether it is on
- * @hdb_usecs:		how long a read busy-polls, in microseconds (0)
+ * @hdb_state:		HPS_BUSYPOLL_OFF or HPS_BUSYPOLL_ON; HPS_BUSYPOLL_ABSENT
+ *			from a module without busy polling (before 2026-11-28,
+ *			or a kernel without CONFIG_NET_RX_BUSY_POLL)
+ * @hdb_usecs:		how long a read busy-polls, in microseconds
+ *			(SO_BUSY_POLL; net.core.busy_read by default)
  */
 struct hps_diag_busypoll {
 	__u32	hdb_state;
