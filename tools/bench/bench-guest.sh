@@ -45,6 +45,13 @@ redis_clients=50
 redis_cmds=ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset
 redis_n=2000
 
+# Busy polling: transports hps-bp and tcp-bp are hps and tcp with
+# net.core.busy_read and net.core.busy_poll at busy_us on both nodes
+# (HPS_BENCH_BUSY_US overrides), set before their server starts, so that
+# every socket of the run, listeners' children included, busy-polls, as a
+# TCP user would set it; 0 again for every other transport
+busy_us=${HPS_BENCH_BUSY_US:-1000}
+
 lat_sizes_full="1 4 16 64 256 1024 4096 16384 65536 262144 1048576"
 bw_sizes_full="64 256 1024 4096 16384 65536 262144 1048576 4194304 16777216"
 perf_lat_sizes_full="2 64 1024 16384 262144 1048576"
@@ -95,6 +102,7 @@ plan() {
 			echo "hb $t pingpong 64"
 			echo "hb $t stream 65536"
 		done
+		for t in hps-bp tcp-bp; do echo "hb $t pingpong 64"; done
 		for t in hps tcp; do echo "app redis $t $redis_clients"; done
 		return
 	fi
@@ -123,6 +131,10 @@ plan() {
 		case $t in
 		hps|tcp) echo "hb $t conns 64 ${HPS_BENCH_CONNS:-$conns_full}" ;;
 		esac
+	done
+	for t in hps-bp tcp-bp; do
+		for s in 64 4096; do echo "hb $t pingpong $s"; done
+		echo "hb $t fanin 64"
 	done
 	for t in hps tcp; do echo "app redis $t $redis_clients"; done
 	sweep_plan
@@ -375,9 +387,9 @@ server_stop() {
 # with KNOB (a sweep point, VALUE with * when it is the default) the row
 # goes to sweep.csv; conns opens $hb_conns connections (the plan line's)
 run_hb() {
-	local t=$1 test=$2 size=$3 port=$4 knob=${5:-} val=${6:-}
+	local t=${1%-bp} test=$2 size=$3 port=$4 knob=${5:-} val=${6:-}
 	local args line rc p0 p1 name=$1 limit=300 f
-	progress "$t${knob:+ $knob=${val%\*}} $test $(human "$size")$([ "$test" = conns ] && echo ", $hb_conns connections")"
+	progress "$name${knob:+ $knob=${val%\*}} $test $(human "$size")$([ "$test" = conns ] && echo ", $hb_conns connections")"
 	if [ "$t" = smc ] && [ -n "$smc_state" ] && [ "$smc_state" != ok ]; then
 		note "smc $test $(human "$size"): not run: $smc_state"
 		return
@@ -403,7 +415,7 @@ run_hb() {
 	p1=$(rdma_pkts)
 	line=$(grep -E "^$t,$test," "$tmp/hb" | tail -n1)
 	if [ $rc != 0 ] || [ -z "$line" ]; then
-		note "$t${knob:+ $knob=${val%\*}} $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
+		note "$name${knob:+ $knob=${val%\*}} $test $(human "$size"): hps-bench failed (status $rc$([ $rc = 124 ] && echo ", timed out or hung")): $(first_error "$tmp/hb")"
 		[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
 		group_failed=1
 		# a fresh server for the next run: hps-bench's watchdog may
@@ -511,6 +523,16 @@ sweep_set() {
 	sh -c "$cmd true" && hps-vm-peer sh -c "$cmd true"
 }
 
+# busy_set TRANSPORT: net.core.busy_read and busy_poll on both nodes,
+# busy_us for the busy-polling transports (*-bp), else 0
+busy_set() {
+	local us=0 cmd
+	[[ $1 == *-bp ]] && us=$busy_us
+	cmd="echo $us >/proc/sys/net/core/busy_read && echo $us >/proc/sys/net/core/busy_poll"
+	sh -c "$cmd" && hps-vm-peer sh -c "$cmd" ||
+		note "$1: could not set net.core.busy_read and busy_poll to $us"
+}
+
 echo "bench: $cfg, device $dev, peer $peer, $mode mode, ${secs}s streams" >&2
 hps_failed=0
 hb_port=21000
@@ -525,7 +547,8 @@ while read -r kind a b c d <&3; do
 			[ "$a" = smc ] && [ "$a" != "$cur" ] && smc_prepare
 			cur=$a restart=0
 			hb_port=$((hb_port + 10))
-			if ! hb_server "$a" "$hb_port"; then
+			busy_set "$a"
+			if ! hb_server "${a%-bp}" "$hb_port"; then
 				peer_stop
 				note "$a: the hps-bench server did not start: $(first_error "$tmp/server")"
 			fi
@@ -535,6 +558,7 @@ while read -r kind a b c d <&3; do
 		;;
 	app)	# app redis TRANSPORT CLIENTS
 		server_stop
+		busy_set "$b"
 		cur=
 		run_app "$a" "$b" "$c"
 		;;
@@ -543,6 +567,7 @@ while read -r kind a b c d <&3; do
 			server_stop
 			cur="sw $a=$b" restart=0
 			hb_port=$((hb_port + 10))
+			busy_set hps
 			sweep_set "$a" "$b" ||
 				note "sweep $a=$b: could not set the sysctls"
 			if ! hb_server hps "$hb_port"; then
@@ -555,6 +580,7 @@ while read -r kind a b c d <&3; do
 	esac
 done 3<"$tmp/plan"
 server_stop
+busy_set none
 sweep_set
 echo "bench: $cfg done" >&2
 if [ "$hps_failed" != 0 ]; then

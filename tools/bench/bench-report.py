@@ -25,7 +25,9 @@ LABEL = {
     'verbs-read-poll': 'raw verbs RDMA read, polling',
     'verbs-read-event': 'raw verbs RDMA read, events (-e)',
     'hps': 'AF_HPS',
+    'hps-bp': 'AF_HPS, busy polling (net.core.busy_read)',
     'tcp': 'TCP (TCP_NODELAY)',
+    'tcp-bp': 'TCP, busy polling (net.core.busy_read)',
     'rsocket': 'rsockets',
     'smc': 'SMC-R (AF_SMC, RDMA packets seen)',
     'smc-tcp': 'AF_SMC fallen back to TCP',
@@ -326,6 +328,59 @@ def headline(rows, configs):
     return out
 
 
+def latency(rows, configs):
+    """64 B one-way latency, blocking and busy polling, against the others"""
+    def val(cfg, t, col='median_us'):
+        for r in rows:
+            if (r['config'], r['transport'], r['test']) == (cfg, t, 'pingpong') \
+                    and int(r['size']) == 64:
+                return num(r.get(col))
+        return None
+
+    def cpu_msg(cfg, t):
+        """CPU microseconds per message, both ends and their softirq"""
+        for r in rows:
+            if (r['config'], r['transport'], r['test']) == (cfg, t, 'pingpong') \
+                    and int(r['size']) == 64:
+                c = cpu_total(r)
+                return None if c is None else c * 64 / (1 << 30) * 1e6
+        return None
+
+    head = ['configuration', 'AF_HPS blocking (p99)',
+            'AF_HPS busy polling (p99)', 'busy / verbs polling',
+            'busy / rsockets', 'busy / TCP busy polling',
+            'blocking / verbs events', 'blocking / TCP',
+            'CPU us per message: AF_HPS blocking, busy; TCP, busy']
+    trows = []
+    for cfg in configs:
+        blk, bp = val(cfg, 'hps'), val(cfg, 'hps-bp')
+        if blk is None and bp is None:
+            continue
+        trows.append([
+            cfg,
+            '%s (%s)' % (fmt(blk), fmt(val(cfg, 'hps', 'p99_us'))),
+            '%s (%s)' % (fmt(bp), fmt(val(cfg, 'hps-bp', 'p99_us'))),
+            ratio(bp, val(cfg, 'verbs-send-poll')),
+            ratio(bp, val(cfg, 'rsocket')),
+            ratio(bp, val(cfg, 'tcp-bp')),
+            ratio(blk, val(cfg, 'verbs-send-event')),
+            ratio(blk, val(cfg, 'tcp')),
+            '%s, %s; %s, %s' % tuple(fmt(cpu_msg(cfg, t)) for t in
+                                     ('hps', 'hps-bp', 'tcp', 'tcp-bp'))])
+    if not trows:
+        return []
+    out = ['## Small-message latency: blocking and busy polling', '',
+           '64 B one-way median in microseconds (p99), and AF_HPS\'s '
+           'median over the other\'s (above 1: AF_HPS slower). Busy '
+           'polling: net.core.busy_read and busy_poll set on both nodes '
+           '(hps-bp, tcp-bp rows). CPU per message: user, system and '
+           'softirq time of both ends over the messages of the run (one '
+           'node\'s softirq counted once), so the cost of spinning shows.',
+           '']
+    table(out, head, trows)
+    return out
+
+
 def main():
     outdir = sys.argv[1]
     rows = []
@@ -351,6 +406,7 @@ def main():
             'the node(s) from /proc/stat. Raw data: raw.csv.', '']
 
     out += headline(rows, configs)
+    out += latency(rows, configs)
     for cfg in configs:
         rs = [r for r in rows if r['config'] == cfg]
         out += ['## %s' % cfg, '']

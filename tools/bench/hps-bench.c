@@ -74,8 +74,10 @@
  * threads) and the node's softirq time (/proc/stat) before and after the
  * test, and asks the server (a short extra connection before and after,
  * test "stats") for the same on its side. Reported as CPU seconds per GiB
- * moved (both directions counted for pingpong and bidir). On one node the
- * two softirq figures are the same node's and must not be added up.
+ * moved (both directions counted for pingpong and bidir), and for pingpong
+ * and fanin also as microseconds per message (of --size bytes, each way)
+ * beside the latency. On one node the two softirq figures are the same
+ * node's and must not be added up.
  *
  * A mismatch exits 1; so does any error. Sockets get SO_RCVTIMEO and
  * SO_SNDTIMEO of 30 s where the transport supports them, and a watchdog
@@ -1676,6 +1678,16 @@ static void report(const struct result *r, const struct cpu *c0,
 	       cu, cs, ci);
 	if (!isnan(su))
 		printf(", server usr %.3f sys %.3f softirq %.3f", su, ss, si);
+	/* a message is r->size bytes: CPU per message, beside the latency */
+	if (!isnan(r->med) && !isnan(cu) && r->size &&
+	    (!strcmp(r->test, "pingpong") || !strcmp(r->test, "fanin"))) {
+		double us = r->size / (double)(1ull << 30) * 1e6;
+
+		printf("; CPU per message client %.1f us (usr+sys+softirq)",
+		       (cu + cs + ci) * us);
+		if (!isnan(su))
+			printf(", server %.1f us", (su + ss + si) * us);
+	}
 	printf("; data ok\n");
 csv:
 	if (!csv)
