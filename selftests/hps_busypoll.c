@@ -40,20 +40,6 @@ static int loopback_can_busy_poll(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) > 1;
 }
 
-/* The number in the file @path, or -1. */
-static long read_num(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static int write_num(const char *path, long v)
 {
 	char buf[32];
@@ -188,8 +174,8 @@ FIXTURE(bp)
 
 FIXTURE_SETUP(bp)
 {
-	self->busy_read = read_num(BUSY_READ);
-	self->busy_poll = read_num(BUSY_POLL);
+	self->busy_read = hps_read_long(BUSY_READ);
+	self->busy_poll = hps_read_long(BUSY_POLL);
 	ASSERT_LE(0, self->busy_read);
 	ASSERT_LE(0, self->busy_poll);
 }
@@ -302,7 +288,7 @@ FIXTURE_VARIANT_ADD(rt, poll_client) {
 
 FIXTURE_SETUP(rt)
 {
-	self->busy_read = read_num(BUSY_READ);
+	self->busy_read = hps_read_long(BUSY_READ);
 }
 
 FIXTURE_TEARDOWN(rt)

@@ -414,15 +414,7 @@ static int inj_param(const char *name, int val)
 
 static int inj_point(void)
 {
-	FILE *f = fopen("/sys/module/af_hps/parameters/inject_point", "r");
-	int v = -1;
-
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return hps_read_long("/sys/module/af_hps/parameters/inject_point");
 }
 
 

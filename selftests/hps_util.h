@@ -185,9 +185,10 @@ static inline long hps_stat(const char *name)
 	return ret;
 }
 
-static inline long hps_module_refcnt(void)
+/* The number the file @path starts with (a sysctl, a sysfs file); -1 */
+static inline long hps_read_long(const char *path)
 {
-	FILE *f = fopen("/sys/module/af_hps/refcnt", "r");
+	FILE *f = fopen(path, "r");
 	long v = -1;
 
 	if (f) {
@@ -196,6 +197,11 @@ static inline long hps_module_refcnt(void)
 		fclose(f);
 	}
 	return v;
+}
+
+static inline long hps_module_refcnt(void)
+{
+	return hps_read_long("/sys/module/af_hps/refcnt");
 }
 
 /* Write @val to the file @path in one write(); 0 or its errno. */
