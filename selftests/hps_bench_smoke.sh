@@ -4,7 +4,8 @@
 # Smoke test of the benchmark tool: every hps-bench test, tiny, once for
 # AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
 # AF_SMC; servers on the peer (node 2, or node 1 itself over loopback);
-# on one node, lat-breakdown.sh's stages of a traced pingpong.
+# on one node, lat-breakdown.sh's stages of a traced pingpong, blocking
+# and busy-polling.
 # Checks the exit status (which covers hps-bench's own data checks: echo
 # compare, stream checksums) and the shape of the CSV line (and for conns
 # that every connection was opened), never the speed.
@@ -54,7 +55,7 @@ once && tcp_tests=("${tests[@]}") smc=1
 
 # lat-breakdown.sh (one node: it traces both ends in one buffer)
 lb=0
-[ "$HPS_NODES" = 1 ] && lb=1
+[ "$HPS_NODES" = 1 ] && lb=2
 
 echo "TAP version 13"
 echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc + lb ))"
@@ -156,14 +157,25 @@ suite rsocket "${rs_tests[@]}"
 
 # The latency breakdown: every stage found for nearly every message of
 # 200 round trips (220 with the warm-up, 440 messages)
-if [ "$lb" = 1 ]; then
+if [ "$lb" != 0 ]; then
 	out=$(timeout -k 5 120 "$top/tools/bench/lat-breakdown.sh" 200 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# /'
 	msgs=$(echo "$out" | awk '/^messages:/ { print $2 }')
 	stages=$(echo "$out" | grep -cE '^(send|wire|wake|recv|oneway) +[0-9.]+ +[0-9.]+$')
-	[ "$rc" = 0 ] && [ "${msgs:-0}" -ge 400 ] && [ "$stages" = 5 ]
-	result $? "lat-breakdown.sh: five stages over ${msgs:-no} messages"
+	wakes=$(echo "$out" | grep -cE '^  wake, reader asleep on the (completion.s|other) CPU: [0-9]+, median')
+	[ "$rc" = 0 ] && [ "${msgs:-0}" -ge 400 ] && [ "$stages" = 5 ] &&
+		[ "$wakes" = 2 ]
+	result $? "lat-breakdown.sh: five stages over ${msgs:-no} messages, the wakeups by CPU"
+	# the same with busy polling (net.core.busy_read 1000, put back)
+	out=$(timeout -k 5 120 "$top/tools/bench/lat-breakdown.sh" 200 1000 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	msgs=$(echo "$out" | awk '/^messages:/ { print $2 }')
+	stages=$(echo "$out" | grep -cE '^(send|wire|wake|recv|oneway) +[0-9.]+ +[0-9.]+$')
+	[ "$rc" = 0 ] && [ "${msgs:-0}" -ge 400 ] && [ "$stages" = 5 ] &&
+		[ "$(cat /proc/sys/net/core/busy_read)" = 0 ]
+	result $? "lat-breakdown.sh 200 1000 (busy polling): five stages over ${msgs:-no} messages, busy_read put back"
 fi
 
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"

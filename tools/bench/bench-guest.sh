@@ -9,6 +9,9 @@
 #   bench-guest.sh quick|full OUTDIR FIRST TOTAL   run it (inside a guest)
 #
 # Plan lines: "perf PROGRAM SIZE poll|event" (perftest over rdma_cm, -R),
+# "lb ITERS BUSY_US" (lat-breakdown.sh: where a 64-byte message's time
+# goes, one node only, blocking and with busy polling; rows to
+# OUTDIR/breakdown.csv),
 # "hb TRANSPORT TEST SIZE [CONNS]" (hps-bench; CONNS for conns, its
 # --conns) or "app redis TRANSPORT CLIENTS" (redis-benchmark against
 # redis-server; a row per command, test "redis-COMMAND", size CLIENTS,
@@ -103,6 +106,7 @@ plan() {
 			echo "hb $t stream 65536"
 		done
 		for t in hps-bp tcp-bp; do echo "hb $t pingpong 64"; done
+		[ "$nodes" = 1 ] && echo "lb 2000 0" && echo "lb 2000 $busy_us"
 		for t in hps tcp; do echo "app redis $t $redis_clients"; done
 		return
 	fi
@@ -136,6 +140,7 @@ plan() {
 		for s in 64 4096; do echo "hb $t pingpong $s"; done
 		echo "hb $t fanin 64"
 	done
+	[ "$nodes" = 1 ] && echo "lb 2000 0" && echo "lb 2000 $busy_us"
 	for t in hps tcp; do echo "app redis $t $redis_clients"; done
 	sweep_plan
 }
@@ -503,6 +508,37 @@ run_app() {
 	[ "$t" = hps ] && hps_failed=$((hps_failed + 1))
 }
 
+# lb ITERS BUSY_US: lat-breakdown.sh's stages, "CONFIG,BUSY_US,STAGE,
+# MEDIAN_US,P99_US,COUNT" lines in breakdown.csv: the stages (send, wire,
+# wake, recv, oneway), the wake stage of readers asleep on the
+# completion's CPU and on the other (wake_same_cpu, wake_other_cpu, with
+# their counts), and the counts of messages and of those whose reader
+# slept (messages, asleep)
+run_lb() {
+	local iters=$1 us=$2 rc
+	progress "hps latency breakdown, busy_read $us"
+	run_bounded 300 "$tmp/lb" "$top/tools/bench/lat-breakdown.sh" \
+		"$iters" "$us"
+	rc=$?
+	if [ $rc != 0 ]; then
+		note "latency breakdown (busy_read $us): lat-breakdown.sh failed (status $rc): $(first_error "$tmp/lb")"
+		hps_failed=$((hps_failed + 1))
+		return
+	fi
+	awk -v c="$cfg" -v us="$us" '
+		/^(send|wire|wake|recv|oneway) / {
+			print c "," us "," $1 "," $2 "," $3 "," }
+		/^messages:/ { print c "," us ",messages,,," $2 }
+		/^receiver asleep/ { print c "," us ",asleep,,," $(NF-2) }
+		/^  wake, reader asleep on the completion/ {
+			gsub(/[:,]/, "")
+			print c "," us ",wake_same_cpu," $10 "," $13 "," $8 }
+		/^  wake, reader asleep on the other/ {
+			gsub(/[:,]/, "")
+			print c "," us ",wake_other_cpu," $10 "," $13 "," $8 }
+	' "$tmp/lb" >>"$outdir/breakdown.csv"
+}
+
 # The sysctls the sweeps change, with their values at the start (restored
 # after the sweeps and before each sweep point)
 sweep_knobs="credits buf_size ack_thresh inline_max zcopy_thresh"
@@ -555,6 +591,12 @@ while read -r kind a b c d <&3; do
 		fi
 		hb_conns=$d
 		run_hb "$a" "$b" "$c" "$hb_port"
+		;;
+	lb)	# lb ITERS BUSY_US: its own server, busy_read set by itself
+		server_stop
+		busy_set none
+		cur=
+		run_lb "$a" "$b"
 		;;
 	app)	# app redis TRANSPORT CLIENTS
 		server_stop

@@ -381,6 +381,46 @@ def latency(rows, configs):
     return out
 
 
+def breakdown(outdir):
+    """lat-breakdown.sh's stages (breakdown.csv), blocking and busy"""
+    path = os.path.join(outdir, 'breakdown.csv')
+    if not os.path.exists(path):
+        return []
+    data = {}
+    for ln in open(path):
+        f = ln.strip().split(',')
+        if len(f) == 6:
+            data.setdefault((f[0], f[1]), {})[f[2]] = f[3:]
+    out = ['## Where a 64-byte message\'s time goes (one node)', '',
+           'tools/bench/lat-breakdown.sh: a traced AF_HPS pingpong (tracing '
+           'slows every stage: compare them with each other). send: '
+           'sendto() to the post; wire: the post to the receive completion; '
+           'wake: the completion to the reader\'s wakeup (0 if it did not '
+           'sleep); recv: to recvfrom()\'s return. Median (p99) in '
+           'microseconds.', '']
+    rows = []
+    for (cfg, us), st in sorted(data.items()):
+        def cell(k):
+            v = st.get(k)
+            return '%s (%s)' % (v[0], v[1]) if v and v[0] else '-'
+
+        def cnt(k):
+            v = st.get(k)
+            return v[2] if v and v[2] else '-'
+        rows.append([cfg, 'off' if us == '0' else us + ' us'] +
+                    [cell(k) for k in ('send', 'wire', 'wake', 'recv',
+                                       'oneway')] +
+                    ['%s of %s' % (cnt('asleep'), cnt('messages')),
+                     '%s: %s' % (cnt('wake_same_cpu'), cell('wake_same_cpu')),
+                     '%s: %s' % (cnt('wake_other_cpu'),
+                                 cell('wake_other_cpu'))])
+    table(out, ['configuration', 'busy polling', 'send', 'wire', 'wake',
+                'recv', 'one way', 'reader asleep',
+                'woken on the completion\'s CPU', 'woken on the other CPU'],
+          rows)
+    return out
+
+
 def main():
     outdir = sys.argv[1]
     rows = []
@@ -407,6 +447,7 @@ def main():
 
     out += headline(rows, configs)
     out += latency(rows, configs)
+    out += breakdown(outdir)
     for cfg in configs:
         rs = [r for r in rows if r['config'] == cfg]
         out += ['## %s' % cfg, '']

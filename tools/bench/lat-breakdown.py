@@ -8,7 +8,10 @@ tracefs text trace of a 64-byte hps-bench pingpong on one node
   wire   the post to the receiver's receive completion (hps_msg_recv):
          the device's work, both sides' softirq processing
   wake   the completion to the receiving thread's wakeup (sched_wakeup),
-         0 when the thread did not sleep
+         0 when the thread did not sleep; also apart for a reader asleep
+         on the CPU that handled the completion and on the other one
+         (sched_wakeup's target_cpu: waking a task on another CPU takes
+         an interrupt there first)
   recv   the wakeup (or the completion) to the receiver's recvfrom() return
 
 and the one-way time they add up to (the sender's sendto() entry to the
@@ -18,7 +21,7 @@ in microseconds, and the count of messages seen."""
 import re
 import sys
 
-LINE = re.compile(r'^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+'
+LINE = re.compile(r'^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+'
                   r'(?P<ts>\d+\.\d+):\s+(?P<ev>[a-z_0-9]+)[:( ]\s*(?P<rest>.*)$')
 
 
@@ -33,6 +36,7 @@ def main():
     enter = {}          # pid -> last sys_enter_sendto time
     pending = None      # the message in flight
     stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'oneway')}
+    wake_cpu = {'same': [], 'other': []}
     bench = set()
     for line in open(sys.argv[1], errors='replace'):
         m = LINE.match(line)
@@ -51,12 +55,16 @@ def main():
         elif ev == 'hps_msg_recv' and 'type=DATA' in rest:
             if pending and 'c' not in pending:
                 pending['c'] = ts
+                pending['ccpu'] = int(m['cpu'])
         elif ev == 'sched_wakeup':
             w = re.search(r'pid=(\d+)', rest)
             if (pending and 'c' in pending and 'd' not in pending and w and
                     int(w.group(1)) != pending['pid'] and
                     int(w.group(1)) in bench):
                 pending['d'] = ts
+                t = re.search(r'target_cpu=(\d+)', rest)
+                if t:
+                    pending['same'] = int(t.group(1)) == pending['ccpu']
         elif ev == 'sys_recvfrom' and '->' in rest:
             if (pending and 'c' in pending and pid != pending['pid'] and
                     pid in bench):
@@ -68,6 +76,9 @@ def main():
                 if min(st.values()) >= 0:
                     for k, v in st.items():
                         stages[k].append(v)
+                    if 'same' in p:
+                        wake_cpu['same' if p['same'] else
+                                 'other'].append(st['wake'])
                 pending = None
     n = len(stages['oneway'])
     print(f"messages: {n}")
@@ -76,6 +87,11 @@ def main():
         print(f"{k:8} {pct(stages[k], 50):10.1f} {pct(stages[k], 99):10.1f}")
     slept = sum(1 for v in stages['wake'] if v > 0)
     print(f"receiver asleep when the message came: {slept} of {n}")
+    for k, what in (('same', 'on the completion\'s CPU'),
+                    ('other', 'on the other CPU')):
+        v = wake_cpu[k]
+        print(f"  wake, reader asleep {what}: {len(v)}, median "
+              f"{pct(v, 50):.1f} us, p99 {pct(v, 99):.1f} us")
     return 0 if n else 1
 
 
