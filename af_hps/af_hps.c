@@ -65,7 +65,8 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 	 * does for a NAPI socket.
 	 */
 	if (wait && poll_requested_events(wait) & POLL_BUSY_LOOP &&
-	    sk_can_busy_loop(sk) && !hps_rx_readable(hs))
+	    test_bit(HPS_F_CONN_UP, &hs->flags) && sk_can_busy_loop(sk) &&
+	    !hps_rx_readable(hs))
 		hps_rx_busy_poll_once(hs);
 	state = READ_ONCE(sk->sk_state);
 	if (state == TCP_LISTEN) {
