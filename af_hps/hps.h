@@ -979,6 +979,7 @@ void hps_zc_tx_reap(struct hps_sock *hs);
 void hps_zc_rd_timeout(struct timer_list *t);
 int hps_zc_rx_msg(struct hps_sock *hs, struct hps_buf *b, u8 type, u32 len);
 void hps_zc_sq_done(struct hps_sock *hs);
+void hps_zc_tx_credits(struct hps_sock *hs);
 void hps_zc_push(struct hps_sock *hs);
 void hps_zc_setup(struct hps_sock *hs, struct ib_qp_init_attr *attr);
 void hps_zc_teardown(struct hps_sock *hs);

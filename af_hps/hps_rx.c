@@ -862,8 +862,13 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		hps_connd_kick(hs, HPS_W_STATE);
 		sk->sk_state_change(sk);
 	}
+	/*
+	 * Credits make no room for a writer or a poller by themselves: they
+	 * let queued buffers go, whose send completions make room and wake
+	 * them (hps_send_done()). Only a zero-copy send waits for credits.
+	 */
 	if (credits)
-		sk->sk_write_space(sk);
+		hps_zc_tx_credits(hs);
 	return;
 
 violation:
@@ -1082,7 +1087,7 @@ static bool hps_rx_eof(struct hps_sock *hs)
  * A sleeping reader waits for data, the end of the stream, an error or
  * another reader's zero-copy read; the send side's wakeups are not for it.
  * sk_write_space() (sock_def_write_space()) wakes with EPOLLOUT alone on
- * every send completion and every credit update, and would have the
+ * every send completion, and would have the
  * reader of a request-response connection run, find nothing and sleep
  * again once per message it sends. Wakeups without a key (state changes,
  * hps_zc_wake()) and those with any other event still wake it.

@@ -1052,6 +1052,10 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	hs->tx_nomem = false;	/* its buffer is free */
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
+	/*
+	 * The only wakeup for room (hps_tx_wake()): every DATA send is
+	 * signaled, so each slot that frees comes here.
+	 */
 	sk->sk_write_space(sk);
 	hps_zc_sq_done(hs);
 }
@@ -1085,13 +1089,35 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
+ * A writer waits for room, a state change or an error; the receive
+ * side's wakeups are not for it. Room comes only from a send completion
+ * (hps_send_done(), sk_write_space(): EPOLLOUT) and from the zero-copy
+ * owner's release (hps_zc_wake(), no key); credits make none by
+ * themselves (hps_recv_done()). sk_data_ready() (sock_def_readable())
+ * wakes with read events alone on every message that arrives, and would
+ * have a writer blocked on a peer that does not read run, find no room
+ * and sleep again once per message it receives. Wakeups without a key
+ * (state changes) and those with any other event (EPOLLOUT, EPOLLERR)
+ * still wake it.
+ * Context: the waker's (a wait queue callback: any context).
+ */
+static int hps_tx_wake(struct wait_queue_entry *wq_entry, unsigned int mode,
+		       int sync, void *key)
+{
+	if (key && !(key_to_poll(key) &
+		     ~(EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND)))
+		return 0;
+	return woken_wake_function(wq_entry, mode, sync, key);
+}
+
+/*
  * Wait until the writer may append, or for an error. Socket lock held.
  * Once some data was queued (@copied), a pending error is left for the
  * next call, as TCP does.
  */
 static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 {
-	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	DEFINE_WAIT_FUNC(wait, hps_tx_wake);
 	struct hps_sock *hs = hps_sk(sk);
 	int err = 0;
 
@@ -1117,6 +1143,11 @@ static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 		if (state != TCP_SYN_SENT && state != TCP_SYN_RECV &&
 		    hps_tx_writable(hs))
 			break;
+		/* room to come: SIGIO (POLL_OUT) for O_ASYNC, as TCP's */
+		if (sk->sk_socket) {
+			sk_set_bit(SOCKWQ_ASYNC_NOSPACE, sk);
+			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
+		}
 		if (!*timeo) {
 			err = -EAGAIN;
 			break;
@@ -1125,8 +1156,6 @@ static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 			err = sock_intr_errno(*timeo);
 			break;
 		}
-		if (sk->sk_socket)
-			set_bit(SOCK_NOSPACE, &sk->sk_socket->flags);
 		sk_wait_event(sk, timeo,
 			      sk->sk_err || sk->sk_shutdown & SEND_SHUTDOWN ||
 			      sk->sk_state != state ||

@@ -175,6 +175,34 @@ static bool hps_zc_sq_idle(struct hps_sock *hs)
 }
 
 /**
+ * hps_zc_tx_credits() - credits came from the peer
+ * @hs: the connection
+ *
+ * A zero-copy send that waits to post its SRCAVAIL (hps_zc_tx_ready(): it
+ * owns the sending side, its SRCAVAIL is not out yet) may go on; it is
+ * the only sleeper that waits for credits. Woken with EPOLLOUT, which
+ * readers ignore (hps_rx_wake()). Called after the credits were added
+ * under hs->lock, so a sender that set HPS_F_ZC_TX_OWNED before it looked
+ * at them under that lock either saw them or is woken here.
+ *
+ * Context: a completion handler (softirq, or a busy poller with BHs
+ * disabled), hs->lock not held.
+ */
+void hps_zc_tx_credits(struct hps_sock *hs)
+{
+	struct socket_wq *wq;
+
+	if (!test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) ||
+	    test_bit(HPS_F_ZC_TX, &hs->flags))
+		return;
+	rcu_read_lock();
+	wq = rcu_dereference(hs->sk.sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_interruptible_poll(&wq->wait, EPOLLOUT | EPOLLWRNORM);
+	rcu_read_unlock();
+}
+
+/**
  * hps_zc_sq_done() - one of our sends or probes completed
  * @hs: the connection
  *

@@ -450,6 +450,97 @@ TEST(reader_sleeps_through_sends)
 }
 
 /*
+ * The other way round: a thread asleep in send(), its peer not reading,
+ * is woken for room, not for every message that arrives on its socket:
+ * sock_def_readable() wakes every sleeper with read events, and the
+ * credits those messages brought back used to wake it with write events
+ * (sk_write_space()) though only a send completion makes room: 139
+ * wakeups for 300 messages before. Counted in the writer's voluntary
+ * context switches while the peer sends 300 messages on the same
+ * connection; then both streams are read and checked by content, and
+ * the writer's send() completes.
+ */
+struct blocked_writer {
+	int fd;
+	pid_t tid;
+	ssize_t sent;
+	unsigned char *buf;
+	size_t len;
+};
+
+static void *sleep_in_send(void *arg)
+{
+	struct blocked_writer *w = arg;
+
+	__atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
+	w->sent = hps_write_all(w->fd, w->buf, w->len);
+	return NULL;
+}
+
+TEST(writer_sleeps_through_reads)
+{
+	enum { NMSG = 300 };
+	struct timeval tv = { .tv_sec = 20 };
+	struct blocked_writer w = { .len = 4 << 20 };
+	unsigned char *got;
+	char msg[64], in[64];
+	long before, after;
+	int cfd, afd, i, k;
+	pthread_t t;
+
+	ONLY("writer_sleeps_through_reads");
+	w.buf = malloc(w.len);
+	got = malloc(w.len);
+	ASSERT_TRUE(w.buf && got);
+	hps_fill_random(w.buf, w.len);
+	ASSERT_EQ(0, hps_pair(&cfd, &afd));
+	ASSERT_EQ(0, set_int(afd, SOL_TCP, TCP_NODELAY, 1));
+	ASSERT_EQ(0, setsockopt(afd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	w.fd = cfd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, sleep_in_send, &w));
+	/* asleep for room: the peer reads nothing */
+	for (i = 0; i < 2000; i++) {
+		pid_t tid = __atomic_load_n(&w.tid, __ATOMIC_ACQUIRE);
+
+		if (tid && sleeping(tid))
+			break;
+		usleep(1000);
+	}
+	ASSERT_TRUE(w.tid && sleeping(w.tid));
+	usleep(50000);
+	ASSERT_TRUE(sleeping(w.tid));
+	before = vol_switches(w.tid);
+	ASSERT_LE(0, before);
+	for (k = 0; k < NMSG; k++) {
+		for (i = 0; i < (int)sizeof(msg); i++)
+			msg[i] = (char)(k * 11 + i);
+		ASSERT_EQ(sizeof(msg), send(afd, msg, sizeof(msg), 0))
+			TH_LOG("message %d: %s", k, strerror(errno));
+	}
+	usleep(50000);		/* the last ones are in */
+	after = vol_switches(w.tid);
+	TH_LOG("writer woke %ld times for %d messages received", after - before,
+	       NMSG);
+	/* a few are fine (a timer, a credit), one per message is not */
+	EXPECT_LT(after - before, NMSG / 10);
+	EXPECT_EQ(0, __atomic_load_n(&w.sent, __ATOMIC_RELAXED)); /* blocked */
+	for (k = 0; k < NMSG; k++) {
+		ASSERT_EQ(sizeof(in), hps_read_all(cfd, in, sizeof(in)));
+		for (i = 0; i < (int)sizeof(msg); i++)
+			msg[i] = (char)(k * 11 + i);
+		ASSERT_EQ(0, memcmp(msg, in, sizeof(msg))) TH_LOG("message %d", k);
+	}
+	ASSERT_EQ((ssize_t)w.len, hps_read_all(afd, got, w.len));
+	pthread_join(t, NULL);
+	EXPECT_EQ((ssize_t)w.len, w.sent);
+	EXPECT_EQ(0, memcmp(w.buf, got, w.len));
+	free(w.buf);
+	free(got);
+	close(cfd);
+	close(afd);
+}
+
+/*
  * A reader killed while its zero-copy read is in flight: it dies at once,
  * and what it did not finish reading is still there for the others.
  */
