@@ -95,6 +95,7 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 	} else if (hps_tx_writable(hs)) {
 		mask |= EPOLLOUT | EPOLLWRNORM;
 	} else {
+		sk_set_bit(SOCKWQ_ASYNC_NOSPACE, sk);
 		set_bit(SOCK_NOSPACE, &sock->flags);
 		/* Paired with the lock in hps_send_done() */
 		smp_mb__after_atomic();

@@ -882,6 +882,72 @@ TEST_F(conn, nonblocking_send_and_pollout)
 	EXPECT_TRUE(p.revents & POLLOUT);
 }
 
+/* A connected TCP pair over the loopback device into @t; 0 or -1. */
+static int tcp_pair(int t[2])
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sin, &len))
+		return -1;
+	t[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (t[0] < 0 || connect(t[0], (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	t[1] = accept(l, NULL, NULL);
+	close(l);
+	return t[1] < 0 ? -1 : 0;
+}
+
+/*
+ * O_ASYNC as on TCP: a non-blocking writer that ran out of room gets
+ * SIGIO (here the F_SETSIG signal, with POLL_OUT and POLLOUT in its band)
+ * once room comes back; the same program over TCP beside it.
+ */
+static void sigio_for_room(struct __test_metadata *_metadata, int wfd,
+			   int rfd)
+{
+	static char sink[1 << 20];
+	struct timespec ts = { .tv_sec = 5 };
+	siginfo_t si;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGRTMIN);
+	ASSERT_EQ(0, sigprocmask(SIG_BLOCK, &set, NULL));
+	ASSERT_EQ(0, fcntl(wfd, F_SETOWN, getpid()));
+	ASSERT_EQ(0, fcntl(wfd, F_SETSIG, SIGRTMIN));
+	ASSERT_EQ(0, fcntl(wfd, F_SETFL, O_NONBLOCK | O_ASYNC));
+	EXPECT_GT(fill_until_eagain(wfd), 0);
+	EXPECT_EQ(EAGAIN, errno);
+	/* nothing queued for it yet: the writer has no room */
+	while (sigtimedwait(&set, &si, &(struct timespec){ 0 }) > 0)
+		;
+	ASSERT_GT(recv(rfd, sink, sizeof(sink), 0), 0);
+	while (recv(rfd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+		;
+	ASSERT_EQ(SIGRTMIN, sigtimedwait(&set, &si, &ts));
+	EXPECT_EQ(wfd, si.si_fd);
+	EXPECT_EQ(POLL_OUT, si.si_code);
+	EXPECT_TRUE(si.si_band & POLLOUT);
+	ASSERT_EQ(0, fcntl(wfd, F_SETFL, 0));
+	ASSERT_EQ(0, sigprocmask(SIG_UNBLOCK, &set, NULL));
+}
+
+TEST_F(conn, sigio_when_room_comes_back)
+{
+	int t[2];
+
+	sigio_for_room(_metadata, self->cfd, self->afd);
+	/* TCP, the reference */
+	ASSERT_EQ(0, tcp_pair(t));
+	sigio_for_room(_metadata, t[0], t[1]);
+	close(t[0]);
+	close(t[1]);
+}
+
 /* The device's RNR counters (rxe has them, siw has none: -1). */
 static long rnr_events(void)
 {
