@@ -6,7 +6,10 @@ tracefs text trace of a 64-byte hps-bench pingpong on one node
 
   send   the sender's sendto() entry to the message's post (hps_msg_send)
   wire   the post to the receiver's receive completion (hps_msg_recv):
-         the device's work, both sides' softirq processing
+         the device's work, both sides' softirq processing (0 when the
+         completion came before the post's event: rxe may carry a
+         message within ib_post_send(), and a busy poller handle it
+         before the call returns)
   wake   the completion to the receiving thread's wakeup (sched_wakeup),
          0 when the thread did not sleep; also apart for a reader asleep
          on the CPU that handled the completion and on the other one
@@ -35,6 +38,7 @@ def pct(v, p):
 def main():
     enter = {}          # pid -> last sys_enter_sendto time
     pending = None      # the message in flight
+    early = None        # a DATA receive seen before its send's event
     stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'oneway')}
     wake_cpu = {'same': [], 'other': []}
     bench = set()
@@ -50,12 +54,22 @@ def main():
         elif ev == 'hps_msg_send' and 'type=DATA' in rest:
             if pid in enter:
                 pending = {'pid': pid, 'a': enter.pop(pid), 'b': ts}
+                # hps_msg_send fires once ib_post_send() returned; rxe
+                # may have carried the message within that call and a
+                # busy poller handled its completion first: the post
+                # was no later than that completion
+                if early and early[0] >= pending['a']:
+                    pending['b'] = min(ts, early[0])
+                    pending['c'], pending['ccpu'] = early
             else:
                 pending = None
+            early = None
         elif ev == 'hps_msg_recv' and 'type=DATA' in rest:
             if pending and 'c' not in pending:
                 pending['c'] = ts
                 pending['ccpu'] = int(m['cpu'])
+            else:
+                early = (ts, int(m['cpu']))
         elif ev == 'sched_wakeup':
             w = re.search(r'pid=(\d+)', rest)
             if (pending and 'c' in pending and 'd' not in pending and w and
