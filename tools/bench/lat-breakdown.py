@@ -19,13 +19,21 @@ tracefs text trace of a 64-byte hps-bench pingpong on one node
 
 and the one-way time they add up to (the sender's sendto() entry to the
 receiver's recvfrom() return). Prints median and 99th percentile of each
-in microseconds, and the count of messages seen."""
+in microseconds, and the count of messages seen.
+
+Events are matched by order within each direction (the k-th post from
+one end is the other end's k-th receive completion) and by time within a
+thread, not by their order in the trace: a busy-polling receiver may
+finish with a message, and answer it, before the sender's post event."""
 
 import re
 import sys
+from bisect import bisect_left, bisect_right
 
 LINE = re.compile(r'^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+\S+\s+'
                   r'(?P<ts>\d+\.\d+):\s+(?P<ev>[a-z_0-9]+)[:( ]\s*(?P<rest>.*)$')
+TUPLE = re.compile(r'src=(\S+) dst=(\S+) type=DATA len=(\d+)')
+RET = re.compile(r'->\s*(0x[0-9a-f]+|-?\d+)')
 
 
 def pct(v, p):
@@ -35,65 +43,102 @@ def pct(v, p):
     return v[min(len(v) - 1, int(p / 100.0 * len(v)))]
 
 
-def main():
-    enter = {}          # pid -> last sys_enter_sendto time
-    pending = None      # the message in flight
-    early = None        # a DATA receive seen before its send's event
-    stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'oneway')}
-    wake_cpu = {'same': [], 'other': []}
-    bench = set()
-    for line in open(sys.argv[1], errors='replace'):
+def read(path):
+    """The trace's events: per pid the sendto entries, the recvfrom
+    returns with data and the wakeups (time, target CPU); per direction
+    (the sender's src, dst) the DATA posts (time, pid) and the DATA
+    receive completions (time, CPU)."""
+    enter, ret, wake = {}, {}, {}
+    sent, recvd = {}, {}
+    for line in open(path, errors='replace'):
         m = LINE.match(line)
         if not m:
             continue
         ev, ts, pid = m['ev'], float(m['ts']) * 1e6, int(m['pid'])
         rest = m['rest']
         if ev == 'sys_sendto':
-            bench.add(pid)
-            enter[pid] = ts
-        elif ev == 'hps_msg_send' and 'type=DATA' in rest:
-            if pid in enter:
-                pending = {'pid': pid, 'a': enter.pop(pid), 'b': ts}
-                # hps_msg_send fires once ib_post_send() returned; rxe
-                # may have carried the message within that call and a
-                # busy poller handled its completion first: the post
-                # was no later than that completion
-                if early and early[0] >= pending['a']:
-                    pending['b'] = min(ts, early[0])
-                    pending['c'], pending['ccpu'] = early
-            else:
-                pending = None
-            early = None
-        elif ev == 'hps_msg_recv' and 'type=DATA' in rest:
-            if pending and 'c' not in pending:
-                pending['c'] = ts
-                pending['ccpu'] = int(m['cpu'])
-            else:
-                early = (ts, int(m['cpu']))
+            enter.setdefault(pid, []).append(ts)
+        elif ev == 'sys_recvfrom':
+            r = RET.search(rest)
+            # an error returns as a 64-bit two's complement in hex
+            if r and 0 < int(r.group(1), 0) < 1 << 63:
+                ret.setdefault(pid, []).append(ts)
         elif ev == 'sched_wakeup':
-            w = re.search(r'pid=(\d+)', rest)
-            if (pending and 'c' in pending and 'd' not in pending and w and
-                    int(w.group(1)) != pending['pid'] and
-                    int(w.group(1)) in bench):
-                pending['d'] = ts
-                t = re.search(r'target_cpu=(\d+)', rest)
-                if t:
-                    pending['same'] = int(t.group(1)) == pending['ccpu']
-        elif ev == 'sys_recvfrom' and '->' in rest:
-            if (pending and 'c' in pending and pid != pending['pid'] and
-                    pid in bench):
-                p = pending
-                d = p.get('d', p['c'])
-                st = {'send': p['b'] - p['a'], 'wire': p['c'] - p['b'],
-                      'wake': d - p['c'], 'recv': ts - d,
-                      'oneway': ts - p['a']}
-                if min(st.values()) >= 0:
-                    for k, v in st.items():
-                        stages[k].append(v)
-                    if 'same' in p:
-                        wake_cpu['same' if p['same'] else
-                                 'other'].append(st['wake'])
-                pending = None
+            w = re.search(r'pid=(\d+).*target_cpu=(\d+)', rest)
+            if w:
+                wake.setdefault(int(w.group(1)), []).append(
+                    (ts, int(w.group(2))))
+        elif ev in ('hps_msg_send', 'hps_msg_recv'):
+            t = TUPLE.search(rest)
+            if not t:
+                continue
+            if ev == 'hps_msg_send':
+                sent.setdefault((t[1], t[2]), []).append(
+                    (ts, pid, int(t[3])))
+            else:
+                # the receiving end's tuple: the sender's is the reverse
+                recvd.setdefault((t[2], t[1]), []).append(
+                    (ts, int(m['cpu'])))
+    return enter, ret, wake, sent, recvd
+
+
+def owner(posts, enter):
+    """The thread that sends in a direction: the one whose sendto() made
+    most of its posts (a post from softirq, of a send that waited for
+    credits, runs in whatever thread that interrupted)."""
+    n = {}
+    for _, pid, _ in posts:
+        if pid in enter:
+            n[pid] = n.get(pid, 0) + 1
+    return max(n, key=n.get) if n else None
+
+
+def main():
+    enter, ret, wake, sent, recvd = read(sys.argv[1])
+    # the benchmark's messages, not the client's and server's hello
+    lens = [p[2] for posts in sent.values() for p in posts]
+    size = max(set(lens), key=lens.count) if lens else 0
+    stages = {k: [] for k in ('send', 'wire', 'wake', 'recv', 'oneway')}
+    wake_cpu = {'same': [], 'other': []}
+    for d, posts in sent.items():
+        src = owner(posts, enter)
+        dst = owner(sent.get((d[1], d[0]), []), enter)
+        if src is None or dst is None:
+            continue
+        ent, rets = enter[src], ret.get(dst, [])
+        wakes = wake.get(dst, [])
+        wts = [w[0] for w in wakes]
+        last_a = None
+        if len(posts) != len(recvd.get(d, [])):
+            print(f"lat-breakdown.py: {d[0]} -> {d[1]}: {len(posts)} posts "
+                  f"but {len(recvd.get(d, []))} receive completions (trace "
+                  f"events lost?)", file=sys.stderr)
+        # the k-th post in a direction is the k-th receive completion
+        for (b, _, size_b), (c, ccpu) in zip(posts, recvd.get(d, [])):
+            if size_b != size:
+                continue
+            # the post's event fires once ib_post_send() returned; rxe
+            # may carry the message within that call and a busy poller
+            # handle its completion first: it was posted by then
+            b = min(b, c)
+            i = bisect_right(ent, b) - 1
+            if i < 0 or ent[i] == last_a:
+                continue        # no sendto() of its own: not timed
+            a = last_a = ent[i]
+            j = bisect_left(rets, c)
+            if j == len(rets):
+                continue
+            e = rets[j]
+            k = bisect_left(wts, c)
+            slept = k < len(wts) and wts[k] <= e
+            w = wts[k] if slept else c
+            st = {'send': b - a, 'wire': c - b, 'wake': w - c,
+                  'recv': e - w, 'oneway': e - a}
+            for key, v in st.items():
+                stages[key].append(v)
+            if slept:
+                wake_cpu['same' if wakes[k][1] == ccpu else
+                         'other'].append(st['wake'])
     n = len(stages['oneway'])
     print(f"messages: {n}")
     print(f"{'stage':8} {'median us':>10} {'p99 us':>10}")

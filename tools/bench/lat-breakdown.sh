@@ -7,7 +7,8 @@
 # with the syscalls' sendto entry and recvfrom return, sched_wakeup and
 # af_hps's hps_msg_send and hps_msg_recv, then prints the median and 99th
 # percentile of each stage (lat-breakdown.py): send, wire, wake, recv.
-# Tracing slows every stage; compare the stages with each other.
+# Tracing slows every stage; compare the stages with each other. With
+# HPS_LB_TRACE=FILE set, the raw trace is also kept in FILE.
 #
 #   tools/vm/hps-vm run --nodes 1 --rdma rxe -- tools/bench/lat-breakdown.sh
 #
@@ -41,6 +42,7 @@ trace=$(mktemp)
 cat $T/trace > "$trace"
 echo 0 > $T/events/enable
 echo > $T/trace
+[ -n "${HPS_LB_TRACE:-}" ] && cp "$trace" "$HPS_LB_TRACE"
 python3 "$top/tools/bench/lat-breakdown.py" "$trace"
 rc=$?
 rm -f "$trace"
