@@ -230,6 +230,8 @@ struct hps_hdr {
 #define HPS_REG_CACHE_DEFAULT	(64 << 20)
 #define HPS_REG_HASH_BITS	7
 #define HPS_RX_IDLE		HZ	/* no data for that long: shrink */
+/* DATA sent without a completion coming for it that long: ask for one */
+#define HPS_TX_COVER_DELAY	(HZ / 250 ?: 1)
 #define HPS_RX_SHRINKS_MAX	4	/* SHRINKs an idle window sends */
 /* no window grows while this many bytes wait to be read (hps_rx_grow()) */
 #define HPS_RX_UNREAD_MAX	(256 << 10)
@@ -328,6 +330,8 @@ struct hps_dev {
  *	  be posted (rx_pending_data)
  * @keep: rx: too large for the window, but no memory for a smaller one:
  *	  posted as of the class wanted now (hps_rx_realloc())
+ * @mark: control: the DATA work requests before it (a tx_wr_head value)
+ *	  complete with it
  */
 struct hps_buf {
 	struct ib_cqe		cqe;
@@ -346,6 +350,17 @@ struct hps_buf {
 	bool			dead;
 	bool			data;
 	bool			keep;
+	u32			mark;
+};
+
+/**
+ * struct hps_tx_wr - completion of a DATA work request, one per tx_hdr
+ * @cqe: its done callback, hps_send_done()
+ * @seq: the work request that used it last (a tx_wr_head value)
+ */
+struct hps_tx_wr {
+	struct ib_cqe	cqe;
+	u32		seq;
 };
 
 /**
@@ -392,6 +407,8 @@ enum {
 	HPS_F_ZC_RD_ORPHAN,	/* ... whose reader was killed: connd cleans up */
 	HPS_F_ZC_RX_CANCEL,	/* CANCEL came during that read */
 	HPS_F_KA_OUT,		/* a keepalive probe is in flight */
+	HPS_F_FENCE_OUT,	/* a send fence is in flight (hps_tx_cover()) */
+	HPS_F_COVER_WANTED,	/* ... and another was asked for */
 	HPS_F_NBITS		/* at most BITS_PER_LONG (hps_flags_reset()) */
 };
 
@@ -448,6 +465,10 @@ enum {
  * @ka_timer: keepalive (see hps_tx_keepalive()); holds a socket reference
  *	      while pending
  * @ka_cqe: completion of the keepalive probe (hps_tx_ka_done())
+ * @cover_timer: asks for the completion of DATA messages sent without one
+ *		 a while after they were posted (hps_tx_cover_timer());
+ *		 holds a socket reference while pending
+ * @fence_cqe: completion of the send fence (hps_tx_fence_done())
  * @ka_on: keepalive on (SO_KEEPALIVE; see hps_tx_keepalive())
  * @ka_user: the application set SO_KEEPALIVE (else @ka_on follows
  *	     net.hps.keepalive_ms at connection setup)
@@ -529,8 +550,13 @@ enum {
  * @tx_pad_win: see @tx_pad
  * @tx_nomem: a writer found no send buffer and no memory for one: no
  *	      room for writers until a send completes
+ * @tx_wr: the completions of DATA work requests, one per @tx_hdr
  * @tx_wr_head: DATA work requests posted so far (@tx_hdr's index)
  * @tx_wr_out: DATA work requests not known to be complete
+ * @tx_wr_sig: the DATA work requests before it (a @tx_wr_head value) have
+ *	       a completion coming that stands for them: their own, a later
+ *	       one's, a control message's or a fence's (hps_tx_retire())
+ * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @tx_data_stamp: jiffies of the last DATA or SRCAVAIL posted
  * @tx_pages: pages of the send buffers (changed under the socket lock,
  *	      WRITE_ONCE(); read by the idle timer)
@@ -614,6 +640,8 @@ struct hps_sock {
 	struct timer_list	nudge_timer;
 	struct timer_list	ka_timer;
 	struct ib_cqe		ka_cqe;
+	struct timer_list	cover_timer;
+	struct ib_cqe		fence_cqe;
 	bool			ka_on;
 	bool			ka_user;
 	u32			ka_idle;
@@ -669,8 +697,11 @@ struct hps_sock {
 	u8			tx_pad_cls;
 	u32			tx_pad_win;
 	bool			tx_nomem;
+	struct hps_tx_wr	*tx_wr;
 	u32			tx_wr_head;
 	u32			tx_wr_out;
+	u32			tx_wr_sig;
+	u32			fence_mark;
 	unsigned long		tx_data_stamp;
 	u32			tx_pages;
 	bool			peer_reserve;
@@ -889,6 +920,7 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 		     bool more);
 int hps_wr_post_probe(struct hps_sock *hs);
+int hps_wr_post_fence(struct hps_sock *hs);
 void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
 int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
 
@@ -909,6 +941,10 @@ bool hps_tx_fin_step(struct hps_sock *hs, int bit);
 void hps_tx_nudge(struct timer_list *t);
 void hps_tx_keepalive(struct timer_list *t);
 void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc);
+void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc);
+void hps_tx_cover_timer(struct timer_list *t);
+void hps_tx_cover(struct hps_sock *hs);
+void hps_tx_cover_arm(struct hps_sock *hs);
 void hps_tx_ka_start(struct hps_sock *hs);
 void hps_tx_ka_config(struct hps_sock *hs);
 void hps_tx_wait_begins(struct hps_sock *hs);
@@ -1176,6 +1212,8 @@ enum hps_stat {
 	HPS_STAT_BUSY_POLL_HITS,
 	HPS_STAT_BUSY_POLL_MISSES,
 	HPS_STAT_BUSY_POLL_CQES,
+	HPS_STAT_TX_UNSIGNALED,
+	HPS_STAT_TX_FENCES,
 	HPS_STAT_MAX,
 };
 

@@ -116,6 +116,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	sk_stop_timer_sync(sk, &hs->ka_timer);
 	sk_stop_timer_sync(sk, &hs->zc_timer);
 	sk_stop_timer_sync(sk, &hs->idle_timer);
+	sk_stop_timer_sync(sk, &hs->cover_timer);
 	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
 		rdma_disconnect(hs->cm_id);
 	hps_wr_teardown(hs);

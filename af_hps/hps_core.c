@@ -149,6 +149,8 @@ void hps_sock_init(struct hps_sock *hs)
 	timer_setup(&hs->zc_timer, hps_zc_rd_timeout, 0);
 	timer_setup(&hs->idle_timer, hps_rx_idle, 0);
 	hs->ka_cqe.done = hps_tx_ka_done;
+	hs->fence_cqe.done = hps_tx_fence_done;
+	timer_setup(&hs->cover_timer, hps_tx_cover_timer, 0);
 	hps_inject_init(hs);
 	sk->sk_protocol = IPPROTO_TCP;
 	sk->sk_state = TCP_CLOSE;

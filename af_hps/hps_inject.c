@@ -209,7 +209,10 @@ void hps_inject_init(struct hps_sock *hs)
  * @cq: the CQ of the completion
  * @wc: the completion; copied
  * @point: %HPS_INJ_ZC_RD_DONE (an RDMA Read) or %HPS_INJ_TX_RESERVE (a
- *	   DATA send: handled a hundred times inject_ms late)
+ *	   DATA send: handled a hundred times inject_ms late), or
+ *	   %HPS_INJ_NONE: a send queue completion that is late only behind
+ *	   others that are (a control message's, a fence's: each completes
+ *	   the DATA before it, hps_tx_retire())
  * @done: its handler, called again with the copy later
  *
  * As if the peer, or the device, took that much longer. The handler runs
@@ -223,7 +226,7 @@ bool hps_inject_defer_wc(struct hps_sock *hs, struct ib_cq *cq,
 			 struct ib_wc *wc, enum hps_inject_point point,
 			 void (*done)(struct ib_cq *cq, struct ib_wc *wc))
 {
-	unsigned int ms = hps_inject_ms(point);
+	unsigned int ms = point == HPS_INJ_NONE ? 0 : hps_inject_ms(point);
 	bool queued = false;
 
 	if (point == HPS_INJ_TX_RESERVE)

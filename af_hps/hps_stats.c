@@ -55,6 +55,8 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_BUSY_POLL_HITS] = "busy_poll_hits",
 	[HPS_STAT_BUSY_POLL_MISSES] = "busy_poll_misses",
 	[HPS_STAT_BUSY_POLL_CQES] = "busy_poll_completions",
+	[HPS_STAT_TX_UNSIGNALED] = "tx_unsignaled",
+	[HPS_STAT_TX_FENCES] = "tx_fences",
 };
 
 /**

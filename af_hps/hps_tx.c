@@ -464,8 +464,12 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 		if (len < hps_tx_cap(b) &&
 		    !test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
 		    (hold || test_bit(HPS_F_CORK, &hs->flags) ||
-		     (!test_bit(HPS_F_NODELAY, &hs->flags) && hs->tx_wr_out)))
+		     (!test_bit(HPS_F_NODELAY, &hs->flags) && hs->tx_wr_out))) {
+			/* Nagle's rule: until what is in flight completes */
+			if (!hold && !test_bit(HPS_F_CORK, &hs->flags))
+				hps_tx_cover(hs);
 			break;
+		}
 		hps_tx_wait_begins(hs);
 		hs->tx_fill++;		/* full now: posted above */
 	}
@@ -901,6 +905,9 @@ static bool hps_tx_room(struct hps_sock *hs)
  * A hint for waiting and poll: a writer takes its slot with
  * hps_tx_reserve(), which checks again.
  *
+ * If there is none, and DATA messages were posted without asking for their
+ * completion, asks for it (hps_tx_cover()): their buffers may be free.
+ *
  * Context: any; takes hs->lock.
  * Return: true if a send buffer is open for new data and no zero-copy
  * send is under way.
@@ -911,6 +918,8 @@ bool hps_tx_writable(struct hps_sock *hs)
 
 	spin_lock_bh(&hs->lock);
 	ret = hps_tx_room(hs);
+	if (!ret)
+		hps_tx_cover(hs);	/* the room may be sent, not known */
 	spin_unlock_bh(&hs->lock);
 	return ret;
 }
@@ -1011,21 +1020,145 @@ void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc)
 	hps_zc_sq_done(hs);
 }
 
+/*
+ * The DATA work requests before @upto (a tx_wr_head value) have completed:
+ * count them off their send buffers, oldest first, and free the buffers
+ * all of whose messages have. A completion stands for every work request
+ * posted before it on the send queue, unsignaled ones included: the queue
+ * completes in order, and its completions are handled in that order (the
+ * test builds' late ones too, hps_inject_defer_wc()).
+ * Context: hs->lock held.
+ * Return: a send buffer was freed (room for writers).
+ */
+static bool hps_tx_retire(struct hps_sock *hs, u32 upto)
+{
+	u32 n = upto - (hs->tx_wr_head - hs->tx_wr_out);
+	bool freed = false;
+
+	lockdep_assert_held(&hs->lock);
+	if ((s32)n <= 0)
+		return false;		/* a later completion counted them */
+	if (WARN_ON_ONCE(n > hs->tx_wr_out))
+		n = hs->tx_wr_out;
+	hs->tx_stamp = jiffies;		/* progress */
+	while (n) {
+		struct hps_buf *b = &hs->tx[hs->tx_done % hs->ntx];
+		u32 k = min_t(u32, n, b->pieces - b->done);
+
+		if (WARN_ON_ONCE(!k))
+			break;
+		b->done += k;
+		n -= k;
+		hs->tx_wr_out -= k;
+		if (b->done < b->pieces || b->sent != b->len)
+			break;		/* more of it to post, or to complete */
+		WRITE_ONCE(hs->tx_queued, hs->tx_queued - b->len);
+		b->len = 0;
+		b->sent = 0;
+		b->pieces = 0;
+		b->done = 0;
+		hs->tx_done++;
+		hs->tx_nomem = false;	/* its buffer is free */
+		freed = true;
+	}
+	return freed;
+}
+
 /**
- * hps_send_done() - completion of a DATA message
+ * hps_tx_cover_arm() - start the cover timer if it is needed
+ * @hs: the connection
+ *
+ * If DATA messages were posted without a completion coming for them, the
+ * timer asks for one HPS_TX_COVER_DELAY from now, unless it runs already.
+ *
+ * Context: hs->lock held (a timer armed after the connection went down
+ * would outlive its teardown's sk_stop_timer_sync()).
+ */
+void hps_tx_cover_arm(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	if (hs->tx_wr_sig != hs->tx_wr_head &&
+	    test_bit(HPS_F_CONN_UP, &hs->flags) &&
+	    !timer_pending(&hs->cover_timer))
+		sk_reset_timer(&hs->sk, &hs->cover_timer,
+			       jiffies + HPS_TX_COVER_DELAY);
+}
+
+/**
+ * hps_tx_cover() - ask for the completion of the DATA messages sent
+ * @hs: the connection
+ *
+ * DATA messages are sent without asking for their completion, but for
+ * one in every @ntx / 2 and the one that takes the last send buffer
+ * (hps_wr_post_data()); a later completion stands for them
+ * (hps_tx_retire()). Someone who waits for one of them to complete (a
+ * writer or poll() for room, Nagle's rule, a zero-copy send for an idle
+ * send queue, the cover timer for SIOCOUTQ and the send timeouts) calls
+ * this: unless a completion is already coming for all of them, a fence
+ * is posted, a zero-length RDMA WRITE that asks for its completion
+ * (hps_tx_fence_done()). One fence at a time; one asked for while it is
+ * in flight follows it.
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_cover(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	if (hs->tx_wr_sig == hs->tx_wr_head ||
+	    !test_bit(HPS_F_CONN_UP, &hs->flags))
+		return;
+	if (test_bit(HPS_F_FENCE_OUT, &hs->flags)) {
+		set_bit(HPS_F_COVER_WANTED, &hs->flags);
+		return;
+	}
+	if (hps_wr_post_fence(hs)) {
+		hps_conn_error(hs, ECONNRESET);
+		return;
+	}
+	set_bit(HPS_F_FENCE_OUT, &hs->flags);
+	hs->fence_mark = hs->tx_wr_head;
+	hs->tx_wr_sig = hs->tx_wr_head;
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_TX_FENCES);
+}
+
+/**
+ * hps_tx_cover_timer() - DATA messages were sent without a completion
+ * @t: hs->cover_timer
+ *
+ * Nobody asked for one within HPS_TX_COVER_DELAY: ask now, so that the
+ * send buffers, SIOCOUTQ and the send timeouts (hps_tx_keepalive())
+ * learn that they completed.
+ *
+ * Context: timer (softirq).
+ */
+void hps_tx_cover_timer(struct timer_list *t)
+{
+	struct hps_sock *hs = from_timer(hs, t, cover_timer);
+
+	spin_lock(&hs->lock);
+	hps_tx_cover(hs);
+	spin_unlock(&hs->lock);
+	sock_put(&hs->sk);
+}
+
+/**
+ * hps_send_done() - completion of a DATA message that asked for one
  * @cq: the device CQ
  * @wc: the work completion
  *
- * Once every message of its send buffer has completed, frees the slot and
- * wakes writers; posts what waited for it.
+ * It completes every DATA message posted before it too (hps_tx_retire()).
+ * Once every message of a send buffer has completed, frees the buffer and
+ * wakes writers; posts what waited for it. A flushed or failed message
+ * comes here whether or not it asked.
  *
  * Context: softirq.
  */
 void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct hps_buf *b = container_of(wc->wr_cqe, struct hps_buf, cqe);
+	struct hps_tx_wr *wr = container_of(wc->wr_cqe, struct hps_tx_wr, cqe);
 	struct hps_sock *hs = wc->qp->qp_context;
 	struct sock *sk = &hs->sk;
+	bool freed;
 
 	if (hps_inject_defer_wc(hs, cq, wc, HPS_INJ_TX_RESERVE, hps_send_done))
 		return;
@@ -1034,29 +1167,47 @@ void hps_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	spin_lock(&hs->lock);
-	hs->tx_wr_out--;
-	hs->tx_stamp = jiffies;		/* progress */
-	if (++b->done < b->pieces || b->sent != b->len) {
-		/* a piece: room for another work request */
-		hps_tx_push(hs);
-		spin_unlock(&hs->lock);
-		hps_zc_sq_done(hs);
-		return;
-	}
-	WRITE_ONCE(hs->tx_queued, hs->tx_queued - b->len);
-	b->len = 0;
-	b->sent = 0;
-	b->pieces = 0;
-	b->done = 0;
-	hs->tx_done++;
-	hs->tx_nomem = false;	/* its buffer is free */
+	freed = hps_tx_retire(hs, wr->seq + 1);
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
-	/*
-	 * The only wakeup for room (hps_tx_wake()): every DATA send is
-	 * signaled, so each slot that frees comes here.
-	 */
-	sk->sk_write_space(sk);
+	/* The only wakeups for room (hps_tx_wake()) are the retirements'. */
+	if (freed)
+		sk->sk_write_space(sk);
+	hps_zc_sq_done(hs);
+}
+
+/**
+ * hps_tx_fence_done() - completion of a fence (hps_tx_cover())
+ * @cq: the device CQ
+ * @wc: the work completion
+ *
+ * Context: softirq.
+ */
+void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct hps_sock *hs = wc->qp->qp_context;
+	struct sock *sk = &hs->sk;
+	bool freed;
+
+	/* in order with the DATA completions a test build handles late */
+	if (hps_inject_defer_wc(hs, cq, wc, HPS_INJ_NONE, hps_tx_fence_done))
+		return;
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		clear_bit(HPS_F_FENCE_OUT, &hs->flags);
+		hps_tx_error(hs, wc);
+		return;
+	}
+	spin_lock(&hs->lock);
+	clear_bit(HPS_F_FENCE_OUT, &hs->flags);
+	freed = hps_tx_retire(hs, hs->fence_mark);
+	if (test_and_clear_bit(HPS_F_COVER_WANTED, &hs->flags))
+		hps_tx_cover(hs);
+	else
+		hps_tx_cover_arm(hs);
+	hps_tx_push(hs);
+	spin_unlock(&hs->lock);
+	if (freed)
+		sk->sk_write_space(sk);
 	hps_zc_sq_done(hs);
 }
 
@@ -1071,18 +1222,25 @@ void hps_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct hps_buf *b = container_of(wc->wr_cqe, struct hps_buf, cqe);
 	struct hps_sock *hs = wc->qp->qp_context;
-	bool fin = false;
+	bool fin = false, freed;
 
+	/* in order with the DATA completions a test build handles late */
+	if (hps_inject_defer_wc(hs, cq, wc, HPS_INJ_NONE, hps_ctrl_done))
+		return;
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
 		hps_tx_error(hs, wc);
 		return;
 	}
 	spin_lock(&hs->lock);
 	hs->ctrl_done++;
+	/* the DATA messages posted before it have completed too */
+	freed = hps_tx_retire(hs, b->mark);
 	if (b->type == HPS_MSG_FIN)
 		fin = hps_tx_fin_step(hs, HPS_F_FIN_CQE);
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
+	if (freed)
+		hs->sk.sk_write_space(&hs->sk);
 	hps_zc_sq_done(hs);
 	if (fin)
 		hps_tx_fin_done(hs);

@@ -153,6 +153,7 @@ struct hps_wr_bufs {
 	struct hps_buf		*tx;
 	struct hps_buf		*ctrl;
 	struct hps_hdr		*tx_hdr;
+	struct hps_tx_wr	*tx_wr;
 	struct hps_cr_run	*tx_cr;
 	u32			nrx;
 	u32			ntx;
@@ -170,6 +171,7 @@ static void hps_wr_bufs_take(struct hps_sock *hs, struct hps_wr_bufs *b)
 	b->tx = hs->tx;
 	b->ctrl = hs->ctrl;
 	b->tx_hdr = hs->tx_hdr;
+	b->tx_wr = hs->tx_wr;
 	b->tx_cr = hs->tx_cr;
 	b->nrx = hps_rx_bufs(hs);
 	b->ntx = hs->ntx;
@@ -178,6 +180,7 @@ static void hps_wr_bufs_take(struct hps_sock *hs, struct hps_wr_bufs *b)
 	hs->tx = NULL;
 	hs->ctrl = NULL;
 	hs->tx_hdr = NULL;
+	hs->tx_wr = NULL;
 	hs->tx_cr = NULL;
 	hs->tx_cr_cap = 0;
 	hs->tx_cr_first = 0;
@@ -199,6 +202,7 @@ static void hps_wr_bufs_put(struct hps_sock *hs, struct hps_wr_bufs *b)
 	hps_bufs_free(b->tx, b->ntx);
 	hps_ctrl_free(b->ctrl);
 	kfree(b->tx_hdr);
+	kfree(b->tx_wr);
 	kfree(b->tx_cr);
 	hps_mem_uncharge(hps_net(sock_net(&hs->sk)), b->pages);
 }
@@ -276,6 +280,7 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	hs->tx_fill = 0;
 	hs->tx_wr_head = 0;
 	hs->tx_wr_out = 0;
+	hs->tx_wr_sig = 0;
 	WRITE_ONCE(hs->tx_queued, 0);
 	hs->ctrl_head = 0;
 	hs->ctrl_done = 0;
@@ -426,8 +431,11 @@ static int hps_qp_create(struct hps_sock *hs, struct rdma_cm_id *id)
 		.send_cq	= hs->cq->cq,
 		.recv_cq	= hs->cq->cq,
 		.cap = {
-			/* + drain + probe; hps_zc_setup() adds zero copy's */
-			.max_send_wr	 = hs->ntx + HPS_NCTRL + 2,
+			/*
+			 * + drain + probe + fence; hps_zc_setup() adds zero
+			 * copy's
+			 */
+			.max_send_wr	 = hs->ntx + HPS_NCTRL + 3,
 			/* + drain */
 			.max_recv_wr	 = hps_rx_bufs(hs) + 1,
 			/* DATA: its header and its bytes */
@@ -486,7 +494,7 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 		return -ENODEV;
 	/* The queues: see hps_qp_create() and hps_zc_setup(). */
 	err = hps_dev_reserve(dev, hs,
-			      hs->ntx + HPS_NCTRL + 2 + hps_rx_bufs(hs) + 1 +
+			      hs->ntx + HPS_NCTRL + 3 + hps_rx_bufs(hs) + 1 +
 			      (hs->zc_thresh ? HPS_ZC_SQ_EXTRA : 0));
 	if (err) {
 		hps_dev_put(dev);
@@ -495,14 +503,17 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 
 	/* A connection attempt starts without buffers (hps_conn_params()). */
 	if (WARN_ON_ONCE(hs->mem_pages || hs->rx || hs->tx || hs->ctrl ||
-			 hs->tx_hdr))
+			 hs->tx_hdr || hs->tx_wr))
 		return -EINVAL;
 	hs->rx = hps_descs_alloc(hps_rx_bufs(hs), hps_recv_done);
 	hs->tx = hps_descs_alloc(hs->ntx, hps_send_done);
 	hs->ctrl = hps_ctrl_alloc(ibdev);
 	hs->tx_hdr = kcalloc(hs->ntx, HPS_HDR_LEN, GFP_KERNEL);
-	if (!hs->rx || !hs->tx || !hs->ctrl || !hs->tx_hdr)
+	hs->tx_wr = kcalloc(hs->ntx, sizeof(*hs->tx_wr), GFP_KERNEL);
+	if (!hs->rx || !hs->tx || !hs->ctrl || !hs->tx_hdr || !hs->tx_wr)
 		return -ENOMEM;
+	for (i = 0; i < hs->ntx; i++)
+		hs->tx_wr[i].cqe.done = hps_send_done;
 	hs->tx_hdr_dma = ib_dma_map_single(ibdev, hs->tx_hdr,
 					   hs->ntx * HPS_HDR_LEN,
 					   DMA_TO_DEVICE);
@@ -723,6 +734,7 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 	lockdep_assert_held(&hs->lock);
 	credits = hps_wr_hdr(hs, hdr, type, len);
 	b->type = type & HPS_MSG_TYPE_MASK;
+	b->mark = hs->tx_wr_head;	/* the DATA before it complete with it */
 	if (sge.length <= hs->inline_max) {
 		/* the device copies it now, from the kernel address */
 		wr.send_flags |= IB_SEND_INLINE;
@@ -736,6 +748,7 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		pr_warn_ratelimited("post send failed: %d\n", err);
 		return err;
 	}
+	hs->tx_wr_sig = hs->tx_wr_head;
 	/* Only once it is posted: after a failure it is still owed. */
 	hps_wr_sent(hs, hdr, credits);
 	return 0;
@@ -750,10 +763,12 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
  * @more: more bytes wait to be sent behind these (%HPS_MSG_F_MORE)
  *
  * The message is two pieces, the next of the @ntx DATA headers and the
- * bytes in @b. Each message asks for its completion (hps_send_done()
- * counts them): a buffer may take more messages than the @ntx the send
- * queue has room for, and a completion that stood for several would
- * never come for one that could not be posted.
+ * bytes in @b. One message in every @ntx / 2 asks for its completion, and
+ * so does the one that takes the last free send buffer; the others
+ * complete with a later completion (hps_tx_retire()), or with a fence
+ * when someone waits for them (hps_tx_cover(), the cover timer). So at
+ * most @ntx / 2 - 1 work requests have no completion coming, fewer than
+ * the @ntx the send queue holds: one that fills it always has one.
  *
  * Context: hs->lock held.
  * Return: 0 or -errno from the driver.
@@ -776,12 +791,12 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 		},
 	};
 	struct ib_send_wr wr = {
-		.wr_cqe		= &b->cqe,
+		.wr_cqe		= &hs->tx_wr[slot].cqe,
 		.sg_list	= sge,
 		.num_sge	= 2,
 		.opcode		= IB_WR_SEND,
-		.send_flags	= IB_SEND_SIGNALED,
 	};
+	bool signaled;
 	u32 credits;
 	int err;
 
@@ -792,6 +807,12 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 	credits = hps_wr_hdr(hs, hdr, HPS_MSG_DATA |
 			     (more ? HPS_MSG_F_MORE : 0), len);
 	b->type = HPS_MSG_DATA;
+	hs->tx_wr[slot].seq = hs->tx_wr_head;
+	signaled = hs->tx_wr_head + 1 - hs->tx_wr_sig >= max(hs->ntx / 2, 1U) ||
+		   (len == b->len - b->sent &&
+		    hs->tx_fill + 1 - hs->tx_done >= hs->ntx);
+	if (signaled)
+		wr.send_flags |= IB_SEND_SIGNALED;
 	if (HPS_HDR_LEN + len <= hs->inline_max) {
 		/* the device copies it now, from the kernel addresses */
 		wr.send_flags |= IB_SEND_INLINE;
@@ -814,6 +835,12 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 	hs->tx_wr_out++;
 	b->sent += len;
 	b->pieces++;
+	if (signaled) {
+		hs->tx_wr_sig = hs->tx_wr_head;
+	} else {
+		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_TX_UNSIGNALED);
+		hps_tx_cover_arm(hs);
+	}
 	return 0;
 }
 
@@ -845,6 +872,35 @@ int hps_wr_post_probe(struct hps_sock *hs)
 
 	lockdep_assert_held(&hs->lock);
 	return ib_post_send(hs->qp, &wr.wr, NULL);
+}
+
+/**
+ * hps_wr_post_fence() - post a send fence (hps_tx_cover())
+ * @hs: the connection; HPS_F_CONN_UP set, no fence in flight
+ *
+ * A zero-length RDMA WRITE, as the keepalive probe (no credit, no receive
+ * buffer, no memory touched at the peer), that asks for its completion:
+ * it comes once every work request posted before it has completed.
+ *
+ * Context: hs->lock held.
+ * Return: 0 or -errno from the driver.
+ */
+int hps_wr_post_fence(struct hps_sock *hs)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe		= &hs->fence_cqe,
+			.opcode		= IB_WR_RDMA_WRITE,
+			.send_flags	= IB_SEND_SIGNALED,
+		},
+	};
+	int err;
+
+	lockdep_assert_held(&hs->lock);
+	err = ib_post_send(hs->qp, &wr.wr, NULL);
+	if (err)
+		pr_warn_ratelimited("post send failed: %d\n", err);
+	return err;
 }
 
 /**

@@ -152,8 +152,9 @@ static bool hps_zc_tx_revoked(struct hps_sock *hs)
 }
 
 /*
- * Nothing of ours is in the send queue: every send, RDMA Read and probe
- * posted has completed (each is signaled, and completes in order).
+ * Nothing of ours is in the send queue: every send, RDMA Read, probe and
+ * fence posted has completed (in order; a DATA message that did not ask
+ * for its completion is known complete with a later one, hps_tx_cover()).
  * Context: hs->lock held.
  */
 static bool __hps_zc_sq_idle(struct hps_sock *hs)
@@ -161,15 +162,19 @@ static bool __hps_zc_sq_idle(struct hps_sock *hs)
 	lockdep_assert_held(&hs->lock);
 	return hs->tx_done == hs->tx_posted && hs->ctrl_done == hs->ctrl_head &&
 	       !test_bit(HPS_F_ZC_READING, &hs->flags) &&
-	       !test_bit(HPS_F_KA_OUT, &hs->flags);
+	       !test_bit(HPS_F_KA_OUT, &hs->flags) &&
+	       !test_bit(HPS_F_FENCE_OUT, &hs->flags);
 }
 
+/* Is the send queue idle? If not, ask for the completions it waits for. */
 static bool hps_zc_sq_idle(struct hps_sock *hs)
 {
 	bool idle;
 
 	spin_lock_bh(&hs->lock);
 	idle = __hps_zc_sq_idle(hs);
+	if (!idle)
+		hps_tx_cover(hs);
 	spin_unlock_bh(&hs->lock);
 	return idle;
 }

@@ -14,7 +14,9 @@
  *    up on;
  *  - TCP_USER_TIMEOUT ends a writer whose peer stopped reading (no
  *    credits come back) with ETIMEDOUT within the timeout; without it the
- *    writer waits, and the data arrives intact once the peer reads.
+ *    writer waits, and the data arrives intact once the peer reads; an
+ *    idle connection whose last messages did not ask for their
+ *    completion is not ended by it.
  *
  * A silent peer (one whose node is gone) is in hps_ka_peer (two nodes).
  *
@@ -399,6 +401,42 @@ TEST(no_user_timeout_waits_for_the_reader)
 		got += r;
 	EXPECT_EQ(0, r);
 	EXPECT_EQ(sent, got);
+	close(cfd);
+	close(afd);
+}
+
+/*
+ * Small messages that did not ask for their completion (af_hps.rst, "Send
+ * completions") are no wait either: a request-response exchange, then an
+ * idle connection for three times TCP_USER_TIMEOUT, then another exchange,
+ * by content. Without a completion asked for while idle, the sends looked
+ * unacknowledged for the whole pause and the timeout ended the connection.
+ */
+TEST(user_timeout_spares_an_idle_exchange)
+{
+	int cfd, afd, one = 1, k, round;
+	char req[64], got[64];
+
+	ASSERT_EQ(0, hps_pair(&cfd, &afd));
+	ASSERT_EQ(0, seti(cfd, SOL_TCP, TCP_USER_TIMEOUT, 300));
+	ASSERT_EQ(0, seti(afd, SOL_TCP, TCP_USER_TIMEOUT, 300));
+	ASSERT_EQ(0, setsockopt(cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(afd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	for (round = 0; round < 2; round++) {
+		for (k = 0; k < 50; k++) {
+			memset(req, 'a' + (k + round) % 26, sizeof(req));
+			ASSERT_EQ(sizeof(req), send(cfd, req, sizeof(req), 0));
+			ASSERT_EQ(sizeof(got), hps_read_all(afd, got, sizeof(got)));
+			ASSERT_EQ(0, memcmp(req, got, sizeof(req)));
+			ASSERT_EQ(sizeof(got), send(afd, got, sizeof(got), 0));
+			ASSERT_EQ(sizeof(got), hps_read_all(cfd, got, sizeof(got)));
+			ASSERT_EQ(0, memcmp(req, got, sizeof(req)));
+		}
+		if (!round)
+			usleep(900000);
+	}
+	EXPECT_EQ(0, geti(cfd, SOL_SOCKET, SO_ERROR));
+	EXPECT_EQ(0, geti(afd, SOL_SOCKET, SO_ERROR));
 	close(cfd);
 	close(afd);
 }

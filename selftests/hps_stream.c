@@ -602,6 +602,88 @@ TEST_F(conn, request_response_carries_credits)
 	EXPECT_LT(c1 - c0, ROUNDS / 20);
 }
 
+/*
+ * Most DATA messages do not ask for their completion (af_hps.rst, "Send
+ * completions"): one in every half a send ring does, and a later
+ * completion, or a fence asked for when someone waits, stands for the
+ * others. 500 round trips of 64 bytes by content, from a thread as from a
+ * server: at least half of the 1,000 messages went without. Idle, both
+ * ends' SIOCOUTQ then falls to 0 within a second (the cover timer), as
+ * TCP's does once its data is acknowledged.
+ */
+TEST_F(conn, sends_complete_without_asking)
+{
+	enum { ROUNDS = 500 };
+	char req[64], got[64];
+	int one = 1, k, i, q = -1, q2 = -1;
+	long u0, u1;
+	pthread_t t;
+
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(self->afd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	u0 = hps_stat("tx_unsignaled");
+	ASSERT_LE(0, u0);
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
+	memset(req, 'h', sizeof(req));
+	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
+	for (k = 0; k < ROUNDS; k++) {
+		for (i = 0; i < (int)sizeof(req); i++)
+			req[i] = (char)(k * 7 + i);
+		ASSERT_EQ(sizeof(req), send(self->cfd, req, sizeof(req), 0));
+		ASSERT_EQ(sizeof(got), recv(self->cfd, got, sizeof(got), MSG_WAITALL));
+		ASSERT_EQ(0, memcmp(req, got, sizeof(req))) TH_LOG("round %d", k);
+	}
+	u1 = hps_stat("tx_unsignaled");
+	TH_LOG("%ld of %d messages without a completion of their own",
+	       u1 - u0, 2 * ROUNDS + 1);
+	EXPECT_GE(u1 - u0, ROUNDS);
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &q));
+		ASSERT_EQ(0, ioctl(self->afd, SIOCOUTQ, &q2));
+		if (!q && !q2)
+			break;
+		usleep(10000);
+	}
+	TH_LOG("SIOCOUTQ 0 at both ends after %d ms", i * 10);
+	EXPECT_EQ(0, q);
+	EXPECT_EQ(0, q2);
+	shutdown(self->cfd, SHUT_WR);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Nagle's rule (no TCP_NODELAY) holds a small write while an earlier one
+ * is in flight, until it completes. A completion is asked for then
+ * (hps_tx_cover()): two small writes in a row, then the answer, 50 times
+ * by content, each round well within a second.
+ */
+TEST_F(conn, nagle_write_write_read)
+{
+	char a[10], b[10], got[20], ans;
+	struct timespec t0, t1;
+	double worst = 0, s;
+	int k;
+
+	for (k = 0; k < 50; k++) {
+		memset(a, 'a' + k % 26, sizeof(a));
+		memset(b, 'A' + k % 26, sizeof(b));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ASSERT_EQ(sizeof(a), send(self->cfd, a, sizeof(a), 0));
+		ASSERT_EQ(sizeof(b), send(self->cfd, b, sizeof(b), 0));
+		ASSERT_EQ(sizeof(got), hps_read_all(self->afd, got, sizeof(got)));
+		ASSERT_EQ(0, memcmp(got, a, sizeof(a)));
+		ASSERT_EQ(0, memcmp(got + sizeof(a), b, sizeof(b)));
+		ASSERT_EQ(1, send(self->afd, "k", 1, 0));
+		ASSERT_EQ(1, recv(self->cfd, &ans, 1, MSG_WAITALL));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		s = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (s > worst)
+			worst = s;
+	}
+	TH_LOG("slowest round %.1f ms", worst * 1e3);
+	EXPECT_LT(worst, 1.0);
+}
+
 TEST_F(conn, small_writes_combined)
 {
 	char tx[20000], rx[20000];
