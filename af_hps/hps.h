@@ -407,8 +407,6 @@ enum {
 	HPS_F_ZC_RD_ORPHAN,	/* ... whose reader was killed: connd cleans up */
 	HPS_F_ZC_RX_CANCEL,	/* CANCEL came during that read */
 	HPS_F_KA_OUT,		/* a keepalive probe is in flight */
-	HPS_F_FENCE_OUT,	/* a send fence is in flight (hps_tx_cover()) */
-	HPS_F_COVER_WANTED,	/* ... and another was asked for */
 	HPS_F_NBITS		/* at most BITS_PER_LONG (hps_flags_reset()) */
 };
 
@@ -557,6 +555,11 @@ enum {
  *	       a completion coming that stands for them: their own, a later
  *	       one's, a control message's or a fence's (hps_tx_retire())
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
+ * @fence_out: a fence is in flight (hps_tx_cover())
+ * @cover_wanted: ... and another was asked for meanwhile
+ * @ut_grace: TCP_USER_TIMEOUT was due with DATA in flight, and a
+ *	      completion was asked for (hps_tx_keepalive()); cleared by
+ *	      progress (hps_tx_retire())
  * @tx_data_stamp: jiffies of the last DATA or SRCAVAIL posted
  * @tx_pages: pages of the send buffers (changed under the socket lock,
  *	      WRITE_ONCE(); read by the idle timer)
@@ -702,6 +705,9 @@ struct hps_sock {
 	u32			tx_wr_out;
 	u32			tx_wr_sig;
 	u32			fence_mark;
+	bool			fence_out;
+	bool			cover_wanted;
+	bool			ut_grace;
 	unsigned long		tx_data_stamp;
 	u32			tx_pages;
 	bool			peer_reserve;

@@ -729,7 +729,11 @@ static unsigned long hps_ka_first(unsigned long a, unsigned long b)
  * side (iWARP rule).
  *
  * TCP_USER_TIMEOUT: the sending side may wait (hps_tx_waiting()) without
- * progress for that long; then the connection is aborted (ETIMEDOUT).
+ * progress for that long; then the connection is aborted (ETIMEDOUT). If
+ * DATA messages are then in flight, which may have completed without
+ * asking for it, their completion is asked for first (hps_tx_cover()) and
+ * the timeout looked at again HPS_TX_COVER_DELAY later, once after each
+ * progress (@ut_grace).
  *
  * The values are read at every run, so a change on an established
  * connection takes effect here (hps_tx_ka_config() runs the timer at once).
@@ -751,12 +755,22 @@ void hps_tx_keepalive(struct timer_list *t)
 	ut = msecs_to_jiffies(READ_ONCE(hs->user_timeout));
 	if (ut && hps_tx_waiting(hs)) {
 		silence = now - hs->tx_stamp;
-		if (silence >= ut) {
+		if (silence >= ut && hs->tx_wr_out && !hs->ut_grace) {
+			/*
+			 * DATA messages that did not ask for their completion
+			 * may be all it waits for, done long ago: ask, and
+			 * give the answer one cover delay's grace.
+			 */
+			hps_tx_cover(hs);
+			hs->ut_grace = true;
+			next = now + HPS_TX_COVER_DELAY;
+		} else if (silence >= ut) {
 			why = HPS_STAT_USER_TIMEOUTS;
 			limit = ut;
 			goto out;
+		} else {
+			next = hs->tx_stamp + ut;
 		}
-		next = hs->tx_stamp + ut;
 	} else if (ut) {
 		/*
 		 * Nothing waits: a wait that begins brings the timer forward
@@ -1041,6 +1055,7 @@ static bool hps_tx_retire(struct hps_sock *hs, u32 upto)
 	if (WARN_ON_ONCE(n > hs->tx_wr_out))
 		n = hs->tx_wr_out;
 	hs->tx_stamp = jiffies;		/* progress */
+	hs->ut_grace = false;
 	while (n) {
 		struct hps_buf *b = &hs->tx[hs->tx_done % hs->ntx];
 		u32 k = min_t(u32, n, b->pieces - b->done);
@@ -1107,15 +1122,16 @@ void hps_tx_cover(struct hps_sock *hs)
 	if (hs->tx_wr_sig == hs->tx_wr_head ||
 	    !test_bit(HPS_F_CONN_UP, &hs->flags))
 		return;
-	if (test_bit(HPS_F_FENCE_OUT, &hs->flags)) {
-		set_bit(HPS_F_COVER_WANTED, &hs->flags);
+	if (hs->fence_out) {
+		hs->cover_wanted = true;
 		return;
 	}
 	if (hps_wr_post_fence(hs)) {
+		hs->tx_wr_sig = hs->tx_wr_head;	/* no retry: it is going */
 		hps_conn_error(hs, ECONNRESET);
 		return;
 	}
-	set_bit(HPS_F_FENCE_OUT, &hs->flags);
+	hs->fence_out = true;
 	hs->fence_mark = hs->tx_wr_head;
 	hs->tx_wr_sig = hs->tx_wr_head;
 	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_TX_FENCES);
@@ -1192,18 +1208,21 @@ void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* in order with the DATA completions a test build handles late */
 	if (hps_inject_defer_wc(hs, cq, wc, HPS_INJ_NONE, hps_tx_fence_done))
 		return;
+	spin_lock(&hs->lock);
+	hs->fence_out = false;
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
-		clear_bit(HPS_F_FENCE_OUT, &hs->flags);
+		hs->cover_wanted = false;
+		spin_unlock(&hs->lock);
 		hps_tx_error(hs, wc);
 		return;
 	}
-	spin_lock(&hs->lock);
-	clear_bit(HPS_F_FENCE_OUT, &hs->flags);
 	freed = hps_tx_retire(hs, hs->fence_mark);
-	if (test_and_clear_bit(HPS_F_COVER_WANTED, &hs->flags))
+	if (hs->cover_wanted) {
+		hs->cover_wanted = false;
 		hps_tx_cover(hs);
-	else
+	} else {
 		hps_tx_cover_arm(hs);
+	}
 	hps_tx_push(hs);
 	spin_unlock(&hs->lock);
 	if (freed)

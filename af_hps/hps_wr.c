@@ -281,6 +281,9 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	hs->tx_wr_head = 0;
 	hs->tx_wr_out = 0;
 	hs->tx_wr_sig = 0;
+	hs->fence_out = false;
+	hs->cover_wanted = false;
+	hs->ut_grace = false;
 	WRITE_ONCE(hs->tx_queued, 0);
 	hs->ctrl_head = 0;
 	hs->ctrl_done = 0;
@@ -506,7 +509,8 @@ int hps_wr_setup(struct hps_sock *hs, struct rdma_cm_id *id)
 			 hs->tx_hdr || hs->tx_wr))
 		return -EINVAL;
 	hs->rx = hps_descs_alloc(hps_rx_bufs(hs), hps_recv_done);
-	hs->tx = hps_descs_alloc(hs->ntx, hps_send_done);
+	/* DATA completes through tx_wr[] (hps_wr_post_data()) */
+	hs->tx = hps_descs_alloc(hs->ntx, NULL);
 	hs->ctrl = hps_ctrl_alloc(ibdev);
 	hs->tx_hdr = kcalloc(hs->ntx, HPS_HDR_LEN, GFP_KERNEL);
 	hs->tx_wr = kcalloc(hs->ntx, sizeof(*hs->tx_wr), GFP_KERNEL);

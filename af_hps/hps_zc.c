@@ -162,8 +162,7 @@ static bool __hps_zc_sq_idle(struct hps_sock *hs)
 	lockdep_assert_held(&hs->lock);
 	return hs->tx_done == hs->tx_posted && hs->ctrl_done == hs->ctrl_head &&
 	       !test_bit(HPS_F_ZC_READING, &hs->flags) &&
-	       !test_bit(HPS_F_KA_OUT, &hs->flags) &&
-	       !test_bit(HPS_F_FENCE_OUT, &hs->flags);
+	       !test_bit(HPS_F_KA_OUT, &hs->flags) && !hs->fence_out;
 }
 
 /* Is the send queue idle? If not, ask for the completions it waits for. */
