@@ -306,7 +306,8 @@ struct hps_dev {
 
 /**
  * struct hps_buf - one DMA-mapped kernel bounce buffer
- * @cqe: completion callback of the WR using this buffer
+ * @cqe: completion callback of the WR using this buffer (rx and control;
+ *	 a send buffer's DATA complete through hps_sock.tx_wr)
  * @list: rx: entry in hps_sock.rx_ready while it holds unread data, or in
  *	  rx_wait or rx_park while it waits to be posted again
  * @buf: kernel address (rx and control: header first; tx: payload only),
@@ -557,9 +558,10 @@ enum {
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
- * @ut_grace: TCP_USER_TIMEOUT was due with DATA in flight, and a
- *	      completion was asked for (hps_tx_keepalive()); cleared by
- *	      progress (hps_tx_retire())
+ * @ut_grace: TCP_USER_TIMEOUT was due with DATA messages that did not
+ *	      ask for their completion, and it was asked for
+ *	      (hps_tx_keepalive()); cleared by progress (hps_tx_retire())
+ * @ut_grace_end: jiffies until which that answer is waited for
  * @tx_data_stamp: jiffies of the last DATA or SRCAVAIL posted
  * @tx_pages: pages of the send buffers (changed under the socket lock,
  *	      WRITE_ONCE(); read by the idle timer)
@@ -708,6 +710,7 @@ struct hps_sock {
 	bool			fence_out;
 	bool			cover_wanted;
 	bool			ut_grace;
+	unsigned long		ut_grace_end;
 	unsigned long		tx_data_stamp;
 	u32			tx_pages;
 	bool			peer_reserve;

@@ -24,8 +24,9 @@
  * critical section that marks the slot as being filled (tx_filling); it
  * then copies without hs->lock, and the completion handlers, which post
  * the open slot when credits come, leave a slot being filled alone. Work
- * requests are posted in one place, hps_wr_post_send() and
- * hps_wr_post_data(), and the ring only moves under hs->lock.
+ * requests are posted in one place, hps_wr_post_send(),
+ * hps_wr_post_data() and hps_wr_post_fence(), and the ring only moves
+ * under hs->lock.
  *
  * Credits: tx_credits counts receive buffers the peer has posted for us,
  * and tx_cr their classes, in the order our messages will fill them: a
@@ -729,11 +730,12 @@ static unsigned long hps_ka_first(unsigned long a, unsigned long b)
  * side (iWARP rule).
  *
  * TCP_USER_TIMEOUT: the sending side may wait (hps_tx_waiting()) without
- * progress for that long; then the connection is aborted (ETIMEDOUT). If
- * DATA messages are then in flight, which may have completed without
- * asking for it, their completion is asked for first (hps_tx_cover()) and
- * the timeout looked at again HPS_TX_COVER_DELAY later, once after each
- * progress (@ut_grace).
+ * progress for that long; then the connection is aborted (ETIMEDOUT).
+ * With a timeout set, every DATA message asks for its completion
+ * (hps_wr_post_data()), so progress is seen as it comes; if some posted
+ * before it was set did not, and are not yet known complete, their
+ * completion is asked for first (hps_tx_cover()) and the timeout looked
+ * at again a timeout later (hs->ut_grace), once per progress.
  *
  * The values are read at every run, so a change on an established
  * connection takes effect here (hps_tx_ka_config() runs the timer at once).
@@ -755,15 +757,21 @@ void hps_tx_keepalive(struct timer_list *t)
 	ut = msecs_to_jiffies(READ_ONCE(hs->user_timeout));
 	if (ut && hps_tx_waiting(hs)) {
 		silence = now - hs->tx_stamp;
-		if (silence >= ut && hs->tx_wr_out && !hs->ut_grace) {
+		if (silence >= ut && !hs->ut_grace &&
+		    hs->tx_wr_sig != hs->tx_wr_head) {
 			/*
-			 * DATA messages that did not ask for their completion
-			 * may be all it waits for, done long ago: ask, and
-			 * give the answer one cover delay's grace.
+			 * DATA messages posted before the timeout was set,
+			 * without asking for their completion, may be all it
+			 * waits for, done long ago: ask, and give the answer
+			 * time to come.
 			 */
 			hps_tx_cover(hs);
 			hs->ut_grace = true;
-			next = now + HPS_TX_COVER_DELAY;
+			hs->ut_grace_end = now + max(ut, HPS_TX_COVER_DELAY);
+			next = hs->ut_grace_end;
+		} else if (silence >= ut && hs->ut_grace &&
+			   time_before(now, hs->ut_grace_end)) {
+			next = hs->ut_grace_end;
 		} else if (silence >= ut) {
 			why = HPS_STAT_USER_TIMEOUTS;
 			limit = ut;
@@ -1214,6 +1222,7 @@ void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc)
 		hs->cover_wanted = false;
 		spin_unlock(&hs->lock);
 		hps_tx_error(hs, wc);
+		hps_zc_sq_done(hs);
 		return;
 	}
 	freed = hps_tx_retire(hs, hs->fence_mark);

@@ -768,7 +768,8 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
  *
  * The message is two pieces, the next of the @ntx DATA headers and the
  * bytes in @b. One message in every @ntx / 2 asks for its completion, and
- * so does the one that takes the last free send buffer; the others
+ * so does the one that takes the last free send buffer (and every one
+ * with TCP_USER_TIMEOUT set, which counts from the last); the others
  * complete with a later completion (hps_tx_retire()), or with a fence
  * when someone waits for them (hps_tx_cover(), the cover timer). So at
  * most @ntx / 2 - 1 work requests have no completion coming, fewer than
@@ -812,9 +813,11 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 			     (more ? HPS_MSG_F_MORE : 0), len);
 	b->type = HPS_MSG_DATA;
 	hs->tx_wr[slot].seq = hs->tx_wr_head;
+	/* TCP_USER_TIMEOUT counts from the last completion: each one asks */
 	signaled = hs->tx_wr_head + 1 - hs->tx_wr_sig >= max(hs->ntx / 2, 1U) ||
 		   (len == b->len - b->sent &&
-		    hs->tx_fill + 1 - hs->tx_done >= hs->ntx);
+		    hs->tx_fill + 1 - hs->tx_done >= hs->ntx) ||
+		   READ_ONCE(hs->user_timeout);
 	if (signaled)
 		wr.send_flags |= IB_SEND_SIGNALED;
 	if (HPS_HDR_LEN + len <= hs->inline_max) {
