@@ -646,7 +646,7 @@ void hps_tx_wait_begins(struct hps_sock *hs)
 	    !test_bit(HPS_F_WAS_CONN, &hs->flags) ||
 	    test_bit(HPS_F_ABORTED, &hs->flags))
 		return;
-	due = hs->tx_stamp + msecs_to_jiffies(ut);
+	due = hs->tx_stamp + msecs_to_jiffies(ut) + 1;	/* see hps_tx_keepalive() */
 	if (!timer_pending(&hs->ka_timer) ||
 	    time_after(hs->ka_timer.expires, due))
 		sk_reset_timer(&hs->sk, &hs->ka_timer, due);
@@ -679,7 +679,8 @@ void hps_tx_ka_start(struct hps_sock *hs)
  * The silence counted so far is cut to the new idle time, so that a
  * change never ends a connection at once: a probe goes out first, as
  * TCP's keepalive sends one when its idle time is shortened (it counts
- * probes, this one silence).
+ * probes, this one silence). Likewise a sender that waits starts its
+ * TCP_USER_TIMEOUT wait again from now.
  *
  * Context: process, socket lock held.
  */
@@ -696,6 +697,9 @@ void hps_tx_ka_config(struct hps_sock *hs)
 		idle = msecs_to_jiffies(hps_ka_idle_ms(hs));
 		if (time_before(READ_ONCE(hs->rx_stamp), now - idle))
 			WRITE_ONCE(hs->rx_stamp, now - idle);
+		if (hs->user_timeout && hps_tx_waiting(hs))
+			hs->tx_stamp = now;
+		hs->ut_grace = false;
 		sk_reset_timer(&hs->sk, &hs->ka_timer, now);
 	}
 	spin_unlock_bh(&hs->lock);
@@ -746,18 +750,20 @@ void hps_tx_keepalive(struct timer_list *t)
 {
 	struct hps_sock *hs = from_timer(hs, t, ka_timer);
 	struct sock *sk = &hs->sk;
-	unsigned long now = jiffies, stamp, idle, intvl, limit = 0, ut;
+	unsigned long now, stamp, idle, intvl, limit = 0, ut;
 	unsigned long next = 0, silence = 0;
 	enum hps_stat why = HPS_STAT_MAX;
 
 	spin_lock(&hs->lock);
+	now = jiffies;		/* not before the stamps written under the lock */
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags) ||
 	    test_bit(HPS_F_ABORTED, &hs->flags))
 		goto out;
 	ut = msecs_to_jiffies(READ_ONCE(hs->user_timeout));
 	if (ut && hps_tx_waiting(hs)) {
+		/* more than ut jiffies: the wait began within the first */
 		silence = now - hs->tx_stamp;
-		if (silence >= ut && !hs->ut_grace &&
+		if (silence > ut && !hs->ut_grace &&
 		    hs->tx_wr_sig != hs->tx_wr_head) {
 			/*
 			 * DATA messages posted before the timeout was set,
@@ -766,18 +772,20 @@ void hps_tx_keepalive(struct timer_list *t)
 			 * time to come.
 			 */
 			hps_tx_cover(hs);
+			if (test_bit(HPS_F_ABORTED, &hs->flags))
+				goto out;	/* the fence could not go */
 			hs->ut_grace = true;
 			hs->ut_grace_end = now + max(ut, HPS_TX_COVER_DELAY);
 			next = hs->ut_grace_end;
-		} else if (silence >= ut && hs->ut_grace &&
+		} else if (silence > ut && hs->ut_grace &&
 			   time_before(now, hs->ut_grace_end)) {
 			next = hs->ut_grace_end;
-		} else if (silence >= ut) {
+		} else if (silence > ut) {
 			why = HPS_STAT_USER_TIMEOUTS;
 			limit = ut;
 			goto out;
 		} else {
-			next = hs->tx_stamp + ut;
+			next = hs->tx_stamp + ut + 1;
 		}
 	} else if (ut) {
 		/*
