@@ -201,7 +201,7 @@ static int hps_set_ka_opt(struct hps_sock *hs, int optname,
 		WRITE_ONCE(hs->ka_cnt, val);
 		break;
 	default:
-		WRITE_ONCE(hs->user_timeout, val);
+		hps_tx_ut_set(hs, val);
 		break;
 	}
 	spin_unlock_bh(&hs->lock);

@@ -560,7 +560,8 @@ enum {
  * @cover_wanted: ... and another was asked for meanwhile
  * @ut_grace: TCP_USER_TIMEOUT was due with DATA messages that did not
  *	      ask for their completion, and it was asked for
- *	      (hps_tx_keepalive()); cleared by progress (hps_tx_retire())
+ *	      (hps_tx_keepalive()); cleared by a completion (hps_tx_retire()),
+ *	      a new timeout (hps_tx_ut_set()) and a new connection
  * @ut_grace_end: jiffies until which that answer is waited for
  * @tx_data_stamp: jiffies of the last DATA or SRCAVAIL posted
  * @tx_pages: pages of the send buffers (changed under the socket lock,
@@ -954,6 +955,7 @@ void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_tx_cover_timer(struct timer_list *t);
 void hps_tx_cover(struct hps_sock *hs);
 void hps_tx_cover_arm(struct hps_sock *hs);
+void hps_tx_ut_set(struct hps_sock *hs, u32 ms);
 void hps_tx_ka_start(struct hps_sock *hs);
 void hps_tx_ka_config(struct hps_sock *hs);
 void hps_tx_wait_begins(struct hps_sock *hs);

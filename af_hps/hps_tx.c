@@ -672,6 +672,29 @@ void hps_tx_ka_start(struct hps_sock *hs)
 }
 
 /**
+ * hps_tx_ut_set() - set TCP_USER_TIMEOUT
+ * @hs: the socket
+ * @ms: the new timeout, 0 for none
+ *
+ * A sender that waits when the timeout changes waits from now: the
+ * option never ends a connection at once (hps_tx_ka_config() then runs
+ * the timer), and the grace of the old one ends (hps_tx_keepalive()).
+ *
+ * Context: socket lock and hs->lock held.
+ */
+void hps_tx_ut_set(struct hps_sock *hs, u32 ms)
+{
+	sock_owned_by_me(&hs->sk);
+	lockdep_assert_held(&hs->lock);
+	if (ms == hs->user_timeout)
+		return;
+	WRITE_ONCE(hs->user_timeout, ms);
+	hs->ut_grace = false;
+	if (ms && hps_tx_waiting(hs))
+		hs->tx_stamp = jiffies;
+}
+
+/**
  * hps_tx_ka_config() - the keepalive options of a socket changed
  * @hs: the socket
  *
@@ -679,8 +702,7 @@ void hps_tx_ka_start(struct hps_sock *hs)
  * The silence counted so far is cut to the new idle time, so that a
  * change never ends a connection at once: a probe goes out first, as
  * TCP's keepalive sends one when its idle time is shortened (it counts
- * probes, this one silence). Likewise a sender that waits starts its
- * TCP_USER_TIMEOUT wait again from now.
+ * probes, this one silence).
  *
  * Context: process, socket lock held.
  */
@@ -697,9 +719,6 @@ void hps_tx_ka_config(struct hps_sock *hs)
 		idle = msecs_to_jiffies(hps_ka_idle_ms(hs));
 		if (time_before(READ_ONCE(hs->rx_stamp), now - idle))
 			WRITE_ONCE(hs->rx_stamp, now - idle);
-		if (hs->user_timeout && hps_tx_waiting(hs))
-			hs->tx_stamp = now;
-		hs->ut_grace = false;
 		sk_reset_timer(&hs->sk, &hs->ka_timer, now);
 	}
 	spin_unlock_bh(&hs->lock);
@@ -775,7 +794,7 @@ void hps_tx_keepalive(struct timer_list *t)
 			if (test_bit(HPS_F_ABORTED, &hs->flags))
 				goto out;	/* the fence could not go */
 			hs->ut_grace = true;
-			hs->ut_grace_end = now + max(ut, HPS_TX_COVER_DELAY);
+			hs->ut_grace_end = now + max(ut, HPS_TX_COVER_DELAY) + 1;
 			next = hs->ut_grace_end;
 		} else if (silence > ut && hs->ut_grace &&
 			   time_before(now, hs->ut_grace_end)) {
