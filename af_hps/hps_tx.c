@@ -690,7 +690,8 @@ void hps_tx_ut_set(struct hps_sock *hs, u32 ms)
 		return;
 	WRITE_ONCE(hs->user_timeout, ms);
 	hs->ut_grace = false;
-	if (ms && hps_tx_waiting(hs))
+	/* the send buffers exist while the connection is up */
+	if (ms && test_bit(HPS_F_CONN_UP, &hs->flags) && hps_tx_waiting(hs))
 		hs->tx_stamp = jiffies;
 }
 

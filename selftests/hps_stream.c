@@ -552,10 +552,31 @@ static void *echo_64(void *arg)
 	return NULL;
 }
 
+/*
+ * @rounds 64-byte requests to echo_64() on @fd, each answer checked by
+ * content (byte i of request k is k * @step + i).
+ * Return: the round that failed, or -1.
+ */
+static int echo_rounds(int fd, int rounds, int step)
+{
+	char req[64], got[64];
+	int k, i;
+
+	for (k = 0; k < rounds; k++) {
+		for (i = 0; i < (int)sizeof(req); i++)
+			req[i] = (char)(k * step + i);
+		if (send(fd, req, sizeof(req), 0) != sizeof(req) ||
+		    recv(fd, got, sizeof(got), MSG_WAITALL) != sizeof(got) ||
+		    memcmp(req, got, sizeof(req)))
+			return k;
+	}
+	return -1;
+}
+
 TEST_F(conn, request_response_carries_credits)
 {
 	enum { ROUNDS = 1000 };
-	char req[64], got[64], got2[24 + 64];
+	char req[64], got2[24 + 64];
 	int one = 1, k, i;
 	long c0, c1, g0;
 	pthread_t t;
@@ -587,13 +608,8 @@ TEST_F(conn, request_response_carries_credits)
 	ASSERT_LE(0, c0);
 	memset(req, 'h', sizeof(req));
 	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
-	for (k = 0; k < ROUNDS; k++) {
-		for (i = 0; i < (int)sizeof(req); i++)
-			req[i] = (char)(k * 3 + i);
-		ASSERT_EQ(sizeof(req), send(self->cfd, req, sizeof(req), 0));
-		ASSERT_EQ(sizeof(got), recv(self->cfd, got, sizeof(got), MSG_WAITALL));
-		ASSERT_EQ(0, memcmp(req, got, sizeof(req))) TH_LOG("round %d", k);
-	}
+	k = echo_rounds(self->cfd, ROUNDS, 3);
+	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
 	c1 = hps_stat("credit_msgs");
 	shutdown(self->cfd, SHUT_WR);
 	pthread_join(t, NULL);
@@ -614,8 +630,8 @@ TEST_F(conn, request_response_carries_credits)
 TEST_F(conn, sends_complete_without_asking)
 {
 	enum { ROUNDS = 500 };
-	char req[64], got[64];
 	int one = 1, k, i, q = -1, q2 = -1;
+	char req[24];
 	long u0, u1;
 	pthread_t t;
 
@@ -626,13 +642,8 @@ TEST_F(conn, sends_complete_without_asking)
 	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
 	memset(req, 'h', sizeof(req));
 	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
-	for (k = 0; k < ROUNDS; k++) {
-		for (i = 0; i < (int)sizeof(req); i++)
-			req[i] = (char)(k * 7 + i);
-		ASSERT_EQ(sizeof(req), send(self->cfd, req, sizeof(req), 0));
-		ASSERT_EQ(sizeof(got), recv(self->cfd, got, sizeof(got), MSG_WAITALL));
-		ASSERT_EQ(0, memcmp(req, got, sizeof(req))) TH_LOG("round %d", k);
-	}
+	k = echo_rounds(self->cfd, ROUNDS, 7);
+	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
 	u1 = hps_stat("tx_unsignaled");
 	TH_LOG("%ld of %d messages without a completion of their own",
 	       u1 - u0, 2 * ROUNDS + 1);
