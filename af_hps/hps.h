@@ -929,8 +929,7 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		     u32 len);
 int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 		     bool more);
-int hps_wr_post_probe(struct hps_sock *hs);
-int hps_wr_post_fence(struct hps_sock *hs);
+int hps_wr_post_zero_write(struct hps_sock *hs, struct ib_cqe *cqe);
 void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
 int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
 

@@ -25,7 +25,7 @@
  * then copies without hs->lock, and the completion handlers, which post
  * the open slot when credits come, leave a slot being filled alone. Work
  * requests are posted in one place, hps_wr_post_send(),
- * hps_wr_post_data() and hps_wr_post_fence(), and the ring only moves
+ * hps_wr_post_data() and hps_wr_post_zero_write(), and the ring only moves
  * under hs->lock.
  *
  * Credits: tx_credits counts receive buffers the peer has posted for us,
@@ -741,7 +741,7 @@ static unsigned long hps_ka_first(unsigned long a, unsigned long b)
  *
  * Keepalive (SO_KEEPALIVE): when the peer has given no sign of life (no
  * message, no acknowledged probe) for TCP_KEEPIDLE, send a probe
- * (hps_wr_post_probe()) unless one is still in flight, and again every
+ * (hps_wr_post_zero_write()) unless one is still in flight, and again every
  * TCP_KEEPINTVL while the silence lasts. A probe that fails aborts the
  * connection, so that calls blocked on a connection whose peer died
  * return (ETIMEDOUT) instead of waiting for ever: see
@@ -830,7 +830,7 @@ void hps_tx_keepalive(struct timer_list *t)
 		} else {
 			if (test_bit(HPS_F_PEER_READY, &hs->flags) &&
 			    !test_and_set_bit(HPS_F_KA_OUT, &hs->flags)) {
-				if (hps_wr_post_probe(hs)) {
+				if (hps_wr_post_zero_write(hs, &hs->ka_cqe)) {
 					clear_bit(HPS_F_KA_OUT, &hs->flags);
 				} else {
 					silence = now - stamp;
@@ -1162,7 +1162,7 @@ void hps_tx_cover(struct hps_sock *hs)
 		hs->cover_wanted = true;
 		return;
 	}
-	if (hps_wr_post_fence(hs)) {
+	if (hps_wr_post_zero_write(hs, &hs->fence_cqe)) {
 		hs->tx_wr_sig = hs->tx_wr_head;	/* no retry: it is going */
 		hps_conn_error(hs, ECONNRESET);
 		return;

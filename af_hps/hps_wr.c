@@ -852,51 +852,30 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 }
 
 /**
- * hps_wr_post_probe() - post a keepalive probe
- * @hs: the connection; HPS_F_CONN_UP set, no probe in flight
+ * hps_wr_post_zero_write() - post a signaled zero-length RDMA WRITE
+ * @hs: the connection; HPS_F_CONN_UP set
+ * @cqe: whose done callback takes its completion: hps_sock.ka_cqe for a
+ *	keepalive probe (hps_tx_keepalive()), hps_sock.fence_cqe for a send
+ *	fence (hps_tx_cover()); one of each in flight at most
  *
- * The probe is a zero-length RDMA WRITE: it needs no credit, consumes no
- * receive buffer and touches no memory at the peer (a zero-length RDMA
- * operation carries no valid address or key and none is checked), yet the
- * peer's RDMA device must acknowledge it. Over InfiniBand and RoCE it
- * completes when the peer's device has; if the peer is gone the
- * transport's retries run out and it completes with an error. Over iWARP
- * it completes once it has left this host, and a dead peer is found when
- * the TCP connection underneath gives up retransmitting it.
- *
- * Context: hs->lock held.
- * Return: 0 or -errno from the driver.
- */
-int hps_wr_post_probe(struct hps_sock *hs)
-{
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.wr_cqe		= &hs->ka_cqe,
-			.opcode		= IB_WR_RDMA_WRITE,
-			.send_flags	= IB_SEND_SIGNALED,
-		},
-	};
-
-	lockdep_assert_held(&hs->lock);
-	return ib_post_send(hs->qp, &wr.wr, NULL);
-}
-
-/**
- * hps_wr_post_fence() - post a send fence (hps_tx_cover())
- * @hs: the connection; HPS_F_CONN_UP set, no fence in flight
- *
- * A zero-length RDMA WRITE, as the keepalive probe (no credit, no receive
- * buffer, no memory touched at the peer), that asks for its completion:
- * it comes once every work request posted before it has completed.
+ * A zero-length RDMA WRITE needs no credit, consumes no receive buffer
+ * and touches no memory at the peer (a zero-length RDMA operation carries
+ * no valid address or key and none is checked), yet the peer's RDMA
+ * device must acknowledge it, and it completes only once every work
+ * request posted before it has. Over InfiniBand and RoCE it completes
+ * when the peer's device has; if the peer is gone the transport's retries
+ * run out and it completes with an error. Over iWARP it completes once it
+ * has left this host, and a dead peer is found when the TCP connection
+ * underneath gives up retransmitting it.
  *
  * Context: hs->lock held.
  * Return: 0 or -errno from the driver.
  */
-int hps_wr_post_fence(struct hps_sock *hs)
+int hps_wr_post_zero_write(struct hps_sock *hs, struct ib_cqe *cqe)
 {
 	struct ib_rdma_wr wr = {
 		.wr = {
-			.wr_cqe		= &hs->fence_cqe,
+			.wr_cqe		= cqe,
 			.opcode		= IB_WR_RDMA_WRITE,
 			.send_flags	= IB_SEND_SIGNALED,
 		},
