@@ -9,6 +9,10 @@
 #   bench-guest.sh quick|full OUTDIR FIRST TOTAL   run it (inside a guest)
 #
 # Plan lines: "perf PROGRAM SIZE poll|event" (perftest over rdma_cm, -R),
+# "cm CONNS" (rdma-core's cmtime: the raw rdma_cm limit of connection
+# setup, CONNS connections created, connected with a QP, disconnected and
+# destroyed, each step for all of them at once; a row "verbs-cm connrate
+# 0" with their rate),
 # "lb ITERS BUSY_US" (lat-breakdown.sh: where a 64-byte message's time
 # goes, one node only, blocking and with busy polling; rows to
 # OUTDIR/breakdown.csv),
@@ -40,6 +44,8 @@ streams=4	# connections of streams, fanin and fanout
 conns_quick=200
 conns_full=1000
 conns_busy=2
+# cm: connections of cmtime (raw rdma_cm setup and teardown)
+cm_conns=100
 # app redis: redis-server on the peer, redis-benchmark with this many
 # clients on node 1, both under hps_run for AF_HPS and plain for TCP;
 # redis-benchmark's usual commands (not the larger LRANGEs), each
@@ -91,6 +97,7 @@ plan() {
 		echo "perf ib_send_lat 64 poll"
 		echo "perf ib_send_lat 64 event"
 		echo "perf ib_send_bw 65536 poll"
+		echo "cm $cm_conns"
 		for t in hps tcp; do
 			for s in 64 4096; do echo "hb $t pingpong $s"; done
 			for s in 65536 1048576; do echo "hb $t stream $s"; done
@@ -124,6 +131,7 @@ plan() {
 			echo "perf $p $s poll"
 		done
 	done
+	echo "cm $cm_conns"
 	for t in hps tcp rsocket smc; do
 		for s in $lat_sizes_full; do echo "hb $t pingpong $s"; done
 		for s in $bw_sizes_full; do echo "hb $t stream $s"; done
@@ -321,6 +329,37 @@ run_perf_once() {
 		fi
 	fi
 	note "$name $(human "$size"): $prog failed (status $rc$([ $rc = 124 ] && echo ", timed out")): $(first_error "$tmp/out" "$tmp/server")"
+}
+
+# cm CONNS: rdma-core's cmtime, its server on the peer. It times each
+# step (create id, resolve address and route, create QP, connect,
+# disconnect, destroy) for all CONNS connections at once, in ms; their
+# sum over CONNS is what one connection's setup and teardown cost at the
+# raw rdma_cm interface, without data, as a rate (rate_per_s) and as the
+# time per connection (mean_us). A server that never sees the client
+# leaves cmtime waiting: bounded like the others.
+run_cm() {
+	local n=$1 port rc ms
+	progress "raw rdma_cm (cmtime), $n connections"
+	perf_port=$((perf_port + 1))
+	port=$perf_port
+	if ! peer_start "$port" rdma_cm cmtime -p "$port" -c "$n"; then
+		peer_stop
+		note "verbs-cm: the cmtime server did not start: $(first_error "$tmp/server")"
+		return
+	fi
+	run_bounded 120 "$tmp/out" cmtime -s "$peer" -p "$port" -c "$n"
+	rc=$?
+	peer_stop
+	# "connect      :      419.26     367.60   66653.00    4192.61"
+	ms=$(awk -F: '/^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy) *:/ {
+			split($2, f, " "); s += f[1]; k++ }
+		END { if (k == 7 && s > 0) printf "%.3f", s }' "$tmp/out")
+	if [ $rc != 0 ] || [ -z "$ms" ] || grep -q -i -E 'error|reject' "$tmp/out"; then
+		note "verbs-cm: cmtime failed (status $rc$([ $rc = 124 ] && echo ", timed out")): $(first_error "$tmp/out" "$tmp/server")"
+		return
+	fi
+	emit "verbs-cm,connrate,0,$n,,,,,1,$(awk -v n="$n" -v ms="$ms" 'BEGIN { printf "%.1f", n / ms * 1000 }'),0,$(awk -v ms="$ms" 'BEGIN { printf "%.3f", ms / 1000 }'),,,,,,,$(awk -v n="$n" -v ms="$ms" 'BEGIN { printf "%.1f", ms * 1000 / n }')$pad"
 }
 
 # hb_server TRANSPORT PORT: start the transport's server on the peer,
@@ -577,6 +616,7 @@ filtered_plan "$mode" "$nodes" "$rdma" >"$tmp/plan"	# no /dev/fd in the guest
 while read -r kind a b c d <&3; do
 	case $kind in
 	perf) run_perf "$a" "$b" "$c" ;;
+	cm) run_cm "$a" ;;
 	hb)
 		if [ "$a" != "$cur" ] || [ "$restart" = 1 ]; then
 			server_stop

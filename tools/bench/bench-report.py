@@ -24,6 +24,7 @@ LABEL = {
     'verbs-write-event': 'raw verbs RDMA write, events (-e)',
     'verbs-read-poll': 'raw verbs RDMA read, polling',
     'verbs-read-event': 'raw verbs RDMA read, events (-e)',
+    'verbs-cm': 'raw rdma_cm setup and teardown (cmtime, all at once, no data)',
     'hps': 'AF_HPS',
     'hps-bp': 'AF_HPS, busy polling (net.core.busy_read)',
     'tcp': 'TCP (TCP_NODELAY)',
@@ -292,7 +293,8 @@ def headline(rows, configs):
     head += ['64 B latency / %s' % n for n, _ in refs]
     head += ['64 KiB bandwidth / %s' % n for n, t in refs
              if t != 'verbs-send-event']
-    head += ['connections/s / TCP', 'conns setup/s / TCP',
+    head += ['connections/s / TCP', 'connections/s / raw rdma_cm',
+             'conns setup/s / TCP',
              'memory per connection / TCP',
              'redis requests/s / TCP, worst command']
     trows = []
@@ -307,6 +309,8 @@ def headline(rows, configs):
                 row.append(ratio(bw, val(cfg, t, 'stream', 65536, 'mbps')))
         row.append(ratio(val(cfg, 'hps', 'connrate', 64, 'rate_per_s'),
                          val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
+        row.append(ratio(val(cfg, 'hps', 'connrate', 64, 'rate_per_s'),
+                         val(cfg, 'verbs-cm', 'connrate', 0, 'rate_per_s')))
         row.append(ratio(val(cfg, 'hps', 'conns', 64, 'rate_per_s'),
                          val(cfg, 'tcp', 'conns', 64, 'rate_per_s')))
         row.append(pos_ratio(val(cfg, 'hps', 'conns', 64, 'mem_kib_end'),
@@ -504,8 +508,9 @@ def main():
             sizes = sorted({int(r['size']) for r in rs
                             if r['test'] in ('bidir', 'streams', 'fanout')})
             out += ['(bidir, streams and fanout with %s writes, fanin with '
-                    '64 B messages, connrate exchanging 64 B; streams, fanin '
-                    'and fanout with %s connections)' %
+                    '64 B messages, connrate exchanging 64 B, one connection '
+                    'after another (raw rdma_cm: no data, all at once); '
+                    'streams, fanin and fanout with %s connections)' %
                     (', '.join(human(s) for s in sizes) or '-',
                      next((r['streams'] for r in rs
                            if r['test'] in ('streams', 'fanin', 'fanout')),

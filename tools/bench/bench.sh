@@ -9,15 +9,16 @@
 #            [--out DIR] [--dry-run]
 #
 # quick (default): 1 node rxe and 2 nodes siw; perftest send latency and
-#   bandwidth, hps-bench over AF_HPS and TCP (two latency and two bandwidth
+#   bandwidth, rdma-core's cmtime (raw rdma_cm setup, 100 connections),
+#   hps-bench over AF_HPS and TCP (two latency and two bandwidth
 #   sizes, bidir, streams, fanin, fanout, connrate, conns with 200
 #   connections held open, 2 of them busy), rsockets and AF_SMC at 64 B and
 #   64 KiB, redis-benchmark (50 clients) over AF_HPS (hps_run) and TCP;
 #   1 s per bandwidth point. A few minutes.
 # full: all four configurations (1 and 2 nodes, rxe and siw); perftest
 #   ib_send_lat, ib_write_lat, ib_send_bw, ib_write_bw, ib_read_bw, each
-#   polling and with -e, at several sizes; every hps-bench test over AF_HPS,
-#   TCP, rsockets and AF_SMC (conns, with 1000 connections, over AF_HPS and
+#   polling and with -e, at several sizes; cmtime as in quick; every
+#   hps-bench test over AF_HPS, TCP, rsockets and AF_SMC (conns, with 1000 connections, over AF_HPS and
 #   TCP only), latency 1 B..1 MiB and bandwidth 64 B..16 MiB in powers of
 #   4, redis-benchmark as in quick; 3 s per bandwidth point; then the
 #   sweeps.
@@ -81,6 +82,7 @@ for c in $configs; do
 		k=$((k + 1))
 		case $kind in
 		perf) est=$((est + 6 + (f2 >= 262144 ? 10 : 0))); continue ;;
+		cm) est=$((est + 8)); continue ;;
 		app) est=$((est + ($([ "$mode" = quick ] && echo 40 || echo 200)))); continue ;;
 		hb) t=$f2 sz=$f3 nc=${f4:-0} ;;
 		sw)	# plus a server restart per value
