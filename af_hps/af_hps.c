@@ -122,6 +122,8 @@ static int hps_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 		if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
 			return -EINVAL;
 		val = READ_ONCE(hs->tx_queued);
+		if (val)
+			hps_tx_cover_ask(hs);
 		break;
 	default:
 		return -ENOIOCTLCMD;

@@ -230,8 +230,14 @@ struct hps_hdr {
 #define HPS_REG_CACHE_DEFAULT	(64 << 20)
 #define HPS_REG_HASH_BITS	7
 #define HPS_RX_IDLE		HZ	/* no data for that long: shrink */
-/* DATA sent without a completion coming for it that long: ask for one */
-#define HPS_TX_COVER_DELAY	(HZ / 250 ?: 1)
+/*
+ * DATA sent without a completion coming for it that long: ask for one.
+ * Long enough that a request/answer exchange (one message each way now
+ * and then) finds the completion of its next signaled message first.
+ */
+#define HPS_TX_COVER_DELAY	(HZ / 5)
+/* time given a fence's completion to come (TCP_USER_TIMEOUT's grace) */
+#define HPS_TX_FENCE_GRACE	(HZ / 250 ?: 1)
 #define HPS_RX_SHRINKS_MAX	4	/* SHRINKs an idle window sends */
 /* no window grows while this many bytes wait to be read (hps_rx_grow()) */
 #define HPS_RX_UNREAD_MAX	(256 << 10)
@@ -465,7 +471,8 @@ enum {
  *	      while pending
  * @ka_cqe: completion of the keepalive probe (hps_tx_ka_done())
  * @cover_timer: asks for the completion of DATA messages sent without one
- *		 a while after they were posted (hps_tx_cover_timer());
+ *		 once they have gone HPS_TX_COVER_DELAY without
+ *		 (hps_tx_cover_timer());
  *		 holds a socket reference while pending
  * @fence_cqe: completion of the send fence (hps_tx_fence_done())
  * @ka_on: keepalive on (SO_KEEPALIVE; see hps_tx_keepalive())
@@ -555,6 +562,9 @@ enum {
  * @tx_wr_sig: the DATA work requests before it (a @tx_wr_head value) have
  *	       a completion coming that stands for them: their own, a later
  *	       one's, a control message's or a fence's (hps_tx_retire())
+ * @tx_uncov_stamp: jiffies when the first of the DATA work requests from
+ *		    @tx_wr_sig on (those without a completion coming) was
+ *		    posted; the cover timer counts from it
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
@@ -707,6 +717,7 @@ struct hps_sock {
 	u32			tx_wr_head;
 	u32			tx_wr_out;
 	u32			tx_wr_sig;
+	unsigned long		tx_uncov_stamp;
 	u32			fence_mark;
 	bool			fence_out;
 	bool			cover_wanted;
@@ -928,7 +939,7 @@ int hps_wr_post_recv(struct hps_sock *hs, struct hps_buf *b);
 int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 		     u32 len);
 int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
-		     bool more);
+		     bool more, bool ask);
 int hps_wr_post_zero_write(struct hps_sock *hs, struct ib_cqe *cqe);
 void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
 int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
@@ -954,6 +965,7 @@ void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_tx_cover_timer(struct timer_list *t);
 void hps_tx_cover(struct hps_sock *hs);
 void hps_tx_cover_arm(struct hps_sock *hs);
+void hps_tx_cover_ask(struct hps_sock *hs);
 void hps_tx_ut_set(struct hps_sock *hs, u32 ms);
 void hps_tx_ka_start(struct hps_sock *hs);
 void hps_tx_ka_config(struct hps_sock *hs);

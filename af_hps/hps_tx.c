@@ -420,7 +420,7 @@ static int hps_tx_post_next(struct hps_sock *hs)
 {
 	struct hps_buf *b = &hs->tx[hs->tx_posted % hs->ntx];
 	u32 n = min(b->len - b->sent, hps_tx_head_room(hs));
-	bool more;
+	bool more, ask;
 	int err;
 
 	if (!hs->tx_wr_out)
@@ -428,7 +428,18 @@ static int hps_tx_post_next(struct hps_sock *hs)
 	/* bytes wait behind it: in this slot, a later full one, the open one */
 	more = b->sent + n < b->len || hs->tx_posted + 1 != hs->tx_fill ||
 	       hps_tx_open_len(hs);
-	err = hps_wr_post_data(hs, b, n, more);
+	/*
+	 * Nagle's rule holds a small write while a DATA message is not known
+	 * to be complete (__hps_tx_push()). A buffer that went out short
+	 * under that rule asks for its completion, which comes once it is
+	 * delivered: a request's is in before its answer, and the next
+	 * request goes at once, where without it a fence would be asked for
+	 * and waited for first, at each request.
+	 */
+	ask = b->len < hps_tx_cap(b) &&
+	      !test_bit(HPS_F_NODELAY, &hs->flags) &&
+	      !test_bit(HPS_F_CORK, &hs->flags);
+	err = hps_wr_post_data(hs, b, n, more, ask);
 	if (err)
 		return err;
 	hs->tx_data_stamp = jiffies;
@@ -795,7 +806,7 @@ void hps_tx_keepalive(struct timer_list *t)
 			if (test_bit(HPS_F_ABORTED, &hs->flags))
 				goto out;	/* the fence could not go */
 			hs->ut_grace = true;
-			hs->ut_grace_end = now + max(ut, HPS_TX_COVER_DELAY) + 1;
+			hs->ut_grace_end = now + max(ut, HPS_TX_FENCE_GRACE) + 1;
 			next = hs->ut_grace_end;
 		} else if (silence > ut && hs->ut_grace &&
 			   time_before(now, hs->ut_grace_end)) {
@@ -1120,7 +1131,9 @@ static bool hps_tx_retire(struct hps_sock *hs, u32 upto)
  * @hs: the connection
  *
  * If DATA messages were posted without a completion coming for them, the
- * timer asks for one HPS_TX_COVER_DELAY from now, unless it runs already.
+ * timer asks for one once the first of them has gone HPS_TX_COVER_DELAY
+ * without, unless it runs already. A timer that finds a later message's
+ * completion came meanwhile waits for the messages posted since.
  *
  * Context: hs->lock held (a timer armed after the connection went down
  * would outlive its teardown's sk_stop_timer_sync()).
@@ -1132,7 +1145,7 @@ void hps_tx_cover_arm(struct hps_sock *hs)
 	    test_bit(HPS_F_CONN_UP, &hs->flags) &&
 	    !timer_pending(&hs->cover_timer))
 		sk_reset_timer(&hs->sk, &hs->cover_timer,
-			       jiffies + HPS_TX_COVER_DELAY);
+			       hs->tx_uncov_stamp + HPS_TX_COVER_DELAY);
 }
 
 /**
@@ -1144,7 +1157,7 @@ void hps_tx_cover_arm(struct hps_sock *hs)
  * (hps_wr_post_data()); a later completion stands for them
  * (hps_tx_retire()). Someone who waits for one of them to complete (a
  * writer or poll() for room, Nagle's rule, a zero-copy send for an idle
- * send queue, the cover timer for SIOCOUTQ and the send timeouts) calls
+ * send queue, SIOCOUTQ, TCP_USER_TIMEOUT, the cover timer) calls
  * this: unless a completion is already coming for all of them, a fence
  * is posted, a zero-length RDMA WRITE that asks for its completion
  * (hps_tx_fence_done()). One fence at a time; one asked for while it is
@@ -1174,12 +1187,32 @@ void hps_tx_cover(struct hps_sock *hs)
 }
 
 /**
+ * hps_tx_cover_ask() - SIOCOUTQ found bytes not known to be delivered
+ * @hs: the connection
+ *
+ * The bytes of DATA messages sent without asking for their completion
+ * count until a completion stands for them. Whoever asks SIOCOUTQ wants
+ * to see them go: ask for that completion now, not at the cover timer,
+ * so that the next SIOCOUTQ finds them gone once they are. (This call
+ * reports what it found before asking.)
+ *
+ * Context: process; takes hs->lock.
+ */
+void hps_tx_cover_ask(struct hps_sock *hs)
+{
+	spin_lock_bh(&hs->lock);
+	hps_tx_cover(hs);
+	spin_unlock_bh(&hs->lock);
+}
+
+/**
  * hps_tx_cover_timer() - DATA messages were sent without a completion
  * @t: hs->cover_timer
  *
- * Nobody asked for one within HPS_TX_COVER_DELAY: ask now, so that the
- * send buffers, SIOCOUTQ and the send timeouts (hps_tx_keepalive())
- * learn that they completed.
+ * If the first of those still without one has gone HPS_TX_COVER_DELAY
+ * without, and nobody asked meanwhile, ask now, so that the send buffers
+ * and SIOCOUTQ learn that they completed; if a later completion stood
+ * for the ones the timer was armed for, wait for the ones posted since.
  *
  * Context: timer (softirq).
  */
@@ -1188,7 +1221,11 @@ void hps_tx_cover_timer(struct timer_list *t)
 	struct hps_sock *hs = from_timer(hs, t, cover_timer);
 
 	spin_lock(&hs->lock);
-	hps_tx_cover(hs);
+	if (hs->tx_wr_sig != hs->tx_wr_head &&
+	    time_before(jiffies, hs->tx_uncov_stamp + HPS_TX_COVER_DELAY))
+		hps_tx_cover_arm(hs);	/* (not pending: it runs) */
+	else
+		hps_tx_cover(hs);
 	spin_unlock(&hs->lock);
 	sock_put(&hs->sk);
 }

@@ -765,13 +765,16 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
  * @b: the send buffer; bytes [@b->sent, @b->sent + @len) go
  * @len: payload bytes, at most what the peer's next buffer takes
  * @more: more bytes wait to be sent behind these (%HPS_MSG_F_MORE)
+ * @ask: ask for its completion whatever the rule below says
  *
  * The message is two pieces, the next of the @ntx DATA headers and the
  * bytes in @b. One message in every @ntx / 2 asks for its completion, and
  * so does the one that takes the last free send buffer (and every one
- * with TCP_USER_TIMEOUT set, which counts from the last); the others
+ * with TCP_USER_TIMEOUT set, which counts from the last, and those the
+ * caller asks for: @ask); the others
  * complete with a later completion (hps_tx_retire()), or with a fence
- * when someone waits for them (hps_tx_cover(), the cover timer). So at
+ * when someone waits for them (hps_tx_cover()) or none came for
+ * HPS_TX_COVER_DELAY (the cover timer). So at
  * most @ntx / 2 - 1 work requests have no completion coming, fewer than
  * the @ntx the send queue holds: one that fills it always has one.
  *
@@ -779,7 +782,7 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
  * Return: 0 or -errno from the driver.
  */
 int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
-		     bool more)
+		     bool more, bool ask)
 {
 	u32 slot = hs->tx_wr_head % hs->ntx;
 	struct hps_hdr *hdr = &hs->tx_hdr[slot];
@@ -817,7 +820,7 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 	signaled = hs->tx_wr_head + 1 - hs->tx_wr_sig >= max(hs->ntx / 2, 1U) ||
 		   (len == b->len - b->sent &&
 		    hs->tx_fill + 1 - hs->tx_done >= hs->ntx) ||
-		   READ_ONCE(hs->user_timeout);
+		   READ_ONCE(hs->user_timeout) || ask;
 	if (signaled)
 		wr.send_flags |= IB_SEND_SIGNALED;
 	if (HPS_HDR_LEN + len <= hs->inline_max) {
@@ -845,6 +848,8 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 	if (signaled) {
 		hs->tx_wr_sig = hs->tx_wr_head;
 	} else {
+		if (hs->tx_wr_sig + 1 == hs->tx_wr_head)
+			hs->tx_uncov_stamp = jiffies;	/* the first without */
 		hps_stat_inc(sock_net(&hs->sk), HPS_STAT_TX_UNSIGNALED);
 		hps_tx_cover_arm(hs);
 	}
