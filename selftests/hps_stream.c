@@ -554,10 +554,10 @@ static void *echo_64(void *arg)
 
 /*
  * @rounds 64-byte requests to echo_64() on @fd, each answer checked by
- * content (byte i of request k is k * @step + i).
+ * content (byte i of request k is k * @step + i), @gap_us apart.
  * Return: the round that failed, or -1.
  */
-static int echo_rounds(int fd, int rounds, int step)
+static int echo_rounds(int fd, int rounds, int step, int gap_us)
 {
 	char req[64], got[64];
 	int k, i;
@@ -565,6 +565,8 @@ static int echo_rounds(int fd, int rounds, int step)
 	for (k = 0; k < rounds; k++) {
 		for (i = 0; i < (int)sizeof(req); i++)
 			req[i] = (char)(k * step + i);
+		if (k && gap_us)
+			usleep(gap_us);
 		if (send(fd, req, sizeof(req), 0) != sizeof(req) ||
 		    recv(fd, got, sizeof(got), MSG_WAITALL) != sizeof(got) ||
 		    memcmp(req, got, sizeof(req)))
@@ -608,7 +610,7 @@ TEST_F(conn, request_response_carries_credits)
 	ASSERT_LE(0, c0);
 	memset(req, 'h', sizeof(req));
 	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
-	k = echo_rounds(self->cfd, ROUNDS, 3);
+	k = echo_rounds(self->cfd, ROUNDS, 3, 0);
 	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
 	c1 = hps_stat("credit_msgs");
 	shutdown(self->cfd, SHUT_WR);
@@ -623,9 +625,11 @@ TEST_F(conn, request_response_carries_credits)
  * completions"): one in every half a send ring does, and a later
  * completion, or a fence asked for when someone waits, stands for the
  * others. 500 round trips of 64 bytes by content, from a thread as from a
- * server: at least half of the 1,000 messages went without. Idle, both
- * ends' SIOCOUTQ then falls to 0 within a second (the cover timer), as
- * TCP's does once its data is acknowledged.
+ * server: at least half of the 1,000 messages went without. Asked right
+ * after, SIOCOUTQ has the rest confirmed at once: it is 0 at both ends
+ * well before the cover timer (200 ms). Then one more round trip, left
+ * alone for 400 ms: the cover timer confirmed it, and the first SIOCOUTQ
+ * at each end finds 0, as TCP's does once its data is acknowledged.
  */
 TEST_F(conn, sends_complete_without_asking)
 {
@@ -642,7 +646,7 @@ TEST_F(conn, sends_complete_without_asking)
 	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
 	memset(req, 'h', sizeof(req));
 	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
-	k = echo_rounds(self->cfd, ROUNDS, 7);
+	k = echo_rounds(self->cfd, ROUNDS, 7, 0);
 	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
 	u1 = hps_stat("tx_unsignaled");
 	TH_LOG("%ld of %d messages without a completion of their own",
@@ -653,11 +657,80 @@ TEST_F(conn, sends_complete_without_asking)
 		ASSERT_EQ(0, ioctl(self->afd, SIOCOUTQ, &q2));
 		if (!q && !q2)
 			break;
-		usleep(10000);
+		usleep(1000);
 	}
-	TH_LOG("SIOCOUTQ 0 at both ends after %d ms", i * 10);
+	TH_LOG("SIOCOUTQ 0 at both ends after %d ms of asking", i);
 	EXPECT_EQ(0, q);
 	EXPECT_EQ(0, q2);
+	EXPECT_LT(i, 100);	/* not the cover timer's 200 ms */
+
+	ASSERT_EQ(-1, echo_rounds(self->cfd, 1, 5, 0));
+	usleep(400000);
+	ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &q));
+	ASSERT_EQ(0, ioctl(self->afd, SIOCOUTQ, &q2));
+	TH_LOG("left alone 400 ms: SIOCOUTQ %d and %d", q, q2);
+	EXPECT_EQ(0, q);
+	EXPECT_EQ(0, q2);
+	shutdown(self->cfd, SHUT_WR);
+	pthread_join(t, NULL);
+}
+
+/*
+ * A request and its answer now and then, with TCP_NODELAY (5 ms apart:
+ * more than the cover timer of old, 4 ms, which then fenced every
+ * message): the message of every half send ring that asks for its
+ * completion comes well within the cover timer's 200 ms and stands for
+ * the others, so no fence is needed. 60 round trips by content.
+ */
+TEST_F(conn, request_now_and_then_needs_no_fence)
+{
+	int one = 1, k;
+	char req[24];
+	long f0, f1;
+	pthread_t t;
+
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(self->afd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
+	memset(req, 'n', sizeof(req));
+	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
+	ASSERT_EQ(-1, echo_rounds(self->cfd, 1, 3, 0));
+	f0 = hps_stat("tx_fences");
+	ASSERT_LE(0, f0);
+	k = echo_rounds(self->cfd, 60, 3, 5000);
+	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
+	f1 = hps_stat("tx_fences");
+	TH_LOG("%ld fences in 60 round trips", f1 - f0);
+	EXPECT_LE(f1 - f0, 4);
+	shutdown(self->cfd, SHUT_WR);
+	pthread_join(t, NULL);
+}
+
+/*
+ * Nagle's rule (no TCP_NODELAY at either end) on a request/answer
+ * exchange: each request goes at once, as over TCP, where the answer
+ * acknowledged the last. A short message under the rule asks for its
+ * completion, so the next small write finds it complete, and needs no
+ * fence (once one per request each way, and a round trip more each).
+ * 200 round trips by content.
+ */
+TEST_F(conn, nagle_request_answer_needs_no_fence)
+{
+	char req[24];
+	long f0, f1;
+	pthread_t t;
+	int k;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
+	memset(req, 'g', sizeof(req));
+	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
+	f0 = hps_stat("tx_fences");
+	ASSERT_LE(0, f0);
+	k = echo_rounds(self->cfd, 200, 11, 0);
+	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
+	f1 = hps_stat("tx_fences");
+	TH_LOG("%ld fences in 200 round trips", f1 - f0);
+	EXPECT_LE(f1 - f0, 10);
 	shutdown(self->cfd, SHUT_WR);
 	pthread_join(t, NULL);
 }
