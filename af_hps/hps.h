@@ -568,6 +568,8 @@ enum {
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
+ * @cover_soon: a tail that MSG_MORE held waits for a completion: the
+ *		cover timer runs soon (hps_tx_cover_soon())
  * @ut_grace: TCP_USER_TIMEOUT was due with DATA messages that did not
  *	      ask for their completion, and it was asked for
  *	      (hps_tx_keepalive()); cleared by a completion (hps_tx_retire()),
@@ -721,6 +723,7 @@ struct hps_sock {
 	u32			fence_mark;
 	bool			fence_out;
 	bool			cover_wanted;
+	bool			cover_soon;
 	bool			ut_grace;
 	unsigned long		ut_grace_end;
 	unsigned long		tx_data_stamp;
@@ -966,6 +969,7 @@ void hps_tx_cover_timer(struct timer_list *t);
 void hps_tx_cover(struct hps_sock *hs);
 void hps_tx_cover_arm(struct hps_sock *hs);
 void hps_tx_cover_ask(struct hps_sock *hs);
+void hps_tx_cover_soon(struct hps_sock *hs);
 void hps_tx_ut_set(struct hps_sock *hs, u32 ms);
 void hps_tx_ka_start(struct hps_sock *hs);
 void hps_tx_ka_config(struct hps_sock *hs);

@@ -478,8 +478,12 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 		    (hold || test_bit(HPS_F_CORK, &hs->flags) ||
 		     (!test_bit(HPS_F_NODELAY, &hs->flags) && hs->tx_wr_out))) {
 			/* Nagle's rule: until what is in flight completes */
-			if (!hold && !test_bit(HPS_F_CORK, &hs->flags))
+			if (test_bit(HPS_F_CORK, &hs->flags))
+				break;
+			if (!hold)
 				hps_tx_cover(hs);
+			else
+				hps_tx_cover_soon(hs);	/* MSG_MORE */
 			break;
 		}
 		hps_tx_wait_begins(hs);
@@ -1149,6 +1153,33 @@ void hps_tx_cover_arm(struct hps_sock *hs)
 }
 
 /**
+ * hps_tx_cover_soon() - ask for the completion of the DATA sent, soon
+ * @hs: the connection
+ *
+ * A tail that MSG_MORE held back goes out with the next completion, as
+ * it went out with the last message's when every message asked for its
+ * own. If none is coming, the cover timer asks for one within
+ * HPS_TX_FENCE_GRACE, not HPS_TX_COVER_DELAY: a write that follows soon
+ * takes the tail along, and the tail of one that does not waits a few
+ * milliseconds at most.
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_cover_soon(struct hps_sock *hs)
+{
+	unsigned long due = jiffies + HPS_TX_FENCE_GRACE;
+
+	lockdep_assert_held(&hs->lock);
+	if (hs->tx_wr_sig == hs->tx_wr_head ||
+	    !test_bit(HPS_F_CONN_UP, &hs->flags))
+		return;
+	hs->cover_soon = true;
+	if (!timer_pending(&hs->cover_timer) ||
+	    time_after(hs->cover_timer.expires, due))
+		sk_reset_timer(&hs->sk, &hs->cover_timer, due);
+}
+
+/**
  * hps_tx_cover() - ask for the completion of the DATA messages sent
  * @hs: the connection
  *
@@ -1210,9 +1241,10 @@ void hps_tx_cover_ask(struct hps_sock *hs)
  * @t: hs->cover_timer
  *
  * If the first of those still without one has gone HPS_TX_COVER_DELAY
- * without, and nobody asked meanwhile, ask now, so that the send buffers
- * and SIOCOUTQ learn that they completed; if a later completion stood
- * for the ones the timer was armed for, wait for the ones posted since.
+ * without, or a tail waits (hps_tx_cover_soon()), ask now, so that the
+ * send buffers, SIOCOUTQ and the tail learn that they completed; if a
+ * later completion stood for the ones the timer was armed for, wait for
+ * the ones posted since.
  *
  * Context: timer (softirq).
  */
@@ -1221,11 +1253,13 @@ void hps_tx_cover_timer(struct timer_list *t)
 	struct hps_sock *hs = from_timer(hs, t, cover_timer);
 
 	spin_lock(&hs->lock);
-	if (hs->tx_wr_sig != hs->tx_wr_head &&
-	    time_before(jiffies, hs->tx_uncov_stamp + HPS_TX_COVER_DELAY))
+	if (hs->tx_wr_sig != hs->tx_wr_head && !hs->cover_soon &&
+	    time_before(jiffies, hs->tx_uncov_stamp + HPS_TX_COVER_DELAY)) {
 		hps_tx_cover_arm(hs);	/* (not pending: it runs) */
-	else
+	} else {
+		hs->cover_soon = false;
 		hps_tx_cover(hs);
+	}
 	spin_unlock(&hs->lock);
 	sock_put(&hs->sk);
 }

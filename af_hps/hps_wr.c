@@ -283,6 +283,7 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	hs->tx_wr_sig = 0;
 	hs->fence_out = false;
 	hs->cover_wanted = false;
+	hs->cover_soon = false;
 	hs->ut_grace = false;
 	WRITE_ONCE(hs->tx_queued, 0);
 	hs->ctrl_head = 0;
