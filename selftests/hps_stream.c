@@ -736,6 +736,48 @@ TEST_F(conn, nagle_request_answer_needs_no_fence)
 }
 
 /*
+ * A tail that MSG_MORE held back goes out with the next completion. When
+ * the message before it did not ask for its own (the first after
+ * SIOCOUTQ found everything complete, with TCP_NODELAY), one is asked for
+ * within a few ms, not at the cover timer (200 ms): ten rounds of a
+ * 64-byte message read at the peer, then 10 bytes with MSG_MORE and
+ * nothing after them, which the peer must get by content within 100 ms.
+ */
+TEST_F(conn, more_tail_goes_soon)
+{
+	char a[64], b[10], got[64];
+	struct timespec t0, t1;
+	double worst = 0, s;
+	int one = 1, k, i, q;
+
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	for (k = 0; k < 10; k++) {
+		for (i = 0; i < 1000; i++) {
+			ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &q));
+			if (!q)
+				break;
+			usleep(1000);
+		}
+		ASSERT_EQ(0, q);
+		memset(a, 'a' + k, sizeof(a));
+		memset(b, 'A' + k, sizeof(b));
+		ASSERT_EQ(sizeof(a), send(self->cfd, a, sizeof(a), 0));
+		ASSERT_EQ(sizeof(a), hps_read_all(self->afd, got, sizeof(a)));
+		ASSERT_EQ(0, memcmp(got, a, sizeof(a)));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ASSERT_EQ(sizeof(b), send(self->cfd, b, sizeof(b), MSG_MORE));
+		ASSERT_EQ(sizeof(b), hps_read_all(self->afd, got, sizeof(b)));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ASSERT_EQ(0, memcmp(got, b, sizeof(b)));
+		s = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (s > worst)
+			worst = s;
+	}
+	TH_LOG("slowest tail %.1f ms", worst * 1e3);
+	EXPECT_LT(worst, 0.1);
+}
+
+/*
  * Nagle's rule (no TCP_NODELAY) holds a small write while an earlier one
  * is in flight, until it completes. A completion is asked for then
  * (hps_tx_cover()): two small writes in a row, then the answer, 50 times
