@@ -232,8 +232,9 @@ struct hps_hdr {
 #define HPS_RX_IDLE		HZ	/* no data for that long: shrink */
 /*
  * DATA sent without a completion coming for it that long: ask for one.
- * Long enough that a request/answer exchange (one message each way now
- * and then) finds the completion of its next signaled message first.
+ * Traffic of at least ntx / 2 messages in that time (8 at the default
+ * credits) has the completion of a signaled one first and needs no
+ * fence; slower traffic one per delay at most.
  */
 #define HPS_TX_COVER_DELAY	(HZ / 5)
 /* time given a fence's completion to come (TCP_USER_TIMEOUT's grace) */
@@ -564,7 +565,9 @@ enum {
  *	       one's, a control message's or a fence's (hps_tx_retire())
  * @tx_uncov_stamp: jiffies when the first of the DATA work requests from
  *		    @tx_wr_sig on (those without a completion coming) was
- *		    posted; the cover timer counts from it
+ *		    posted; the cover timer counts from it. Meaningful only
+ *		    while @tx_wr_sig != @tx_wr_head (it is set then, and
+ *		    left stale otherwise)
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile

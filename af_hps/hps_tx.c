@@ -430,13 +430,16 @@ static int hps_tx_post_next(struct hps_sock *hs)
 	       hps_tx_open_len(hs);
 	/*
 	 * Nagle's rule holds a small write while a DATA message is not known
-	 * to be complete (__hps_tx_push()). A buffer that went out short
-	 * under that rule asks for its completion, which comes once it is
-	 * delivered: a request's is in before its answer, and the next
-	 * request goes at once, where without it a fence would be asked for
-	 * and waited for first, at each request.
+	 * to be complete (__hps_tx_push()). The last piece of a buffer that
+	 * went out short under that rule asks for its completion, which
+	 * comes once it is delivered (iWARP: once it left): usually a
+	 * request's is in before its answer, and the next request goes at
+	 * once, where without it a fence would be asked for and waited for
+	 * first, at each request. A full buffer does not ask (the open slot
+	 * is empty when it goes): a small write after it still asks for a
+	 * fence.
 	 */
-	ask = b->len < hps_tx_cap(b) &&
+	ask = b->sent + n == b->len && b->len < hps_tx_cap(b) &&
 	      !test_bit(HPS_F_NODELAY, &hs->flags) &&
 	      !test_bit(HPS_F_CORK, &hs->flags);
 	err = hps_wr_post_data(hs, b, n, more, ask);
@@ -1136,8 +1139,8 @@ static bool hps_tx_retire(struct hps_sock *hs, u32 upto)
  *
  * If DATA messages were posted without a completion coming for them, the
  * timer asks for one once the first of them has gone HPS_TX_COVER_DELAY
- * without, unless it runs already. A timer that finds a later message's
- * completion came meanwhile waits for the messages posted since.
+ * without, unless it is pending already. A timer that finds a later
+ * message's completion came meanwhile waits for the messages posted since.
  *
  * Context: hs->lock held (a timer armed after the connection went down
  * would outlive its teardown's sk_stop_timer_sync()).
@@ -1184,7 +1187,8 @@ void hps_tx_cover_soon(struct hps_sock *hs)
  * @hs: the connection
  *
  * DATA messages are sent without asking for their completion, but for
- * one in every @ntx / 2 and the one that takes the last send buffer
+ * one in every @ntx / 2, the one that takes the last send buffer, each
+ * with TCP_USER_TIMEOUT set and the short ones under Nagle's rule
  * (hps_wr_post_data()); a later completion stands for them
  * (hps_tx_retire()). Someone who waits for one of them to complete (a
  * writer or poll() for room, Nagle's rule, a zero-copy send for an idle
@@ -1253,9 +1257,13 @@ void hps_tx_cover_timer(struct timer_list *t)
 	struct hps_sock *hs = from_timer(hs, t, cover_timer);
 
 	spin_lock(&hs->lock);
+	/* a held tail, not posted since (a later write took it along) */
+	if (hs->cover_soon && !(hps_tx_open_len(hs) && !hs->tx_filling &&
+				hs->tx_posted == hs->tx_fill))
+		hs->cover_soon = false;
 	if (hs->tx_wr_sig != hs->tx_wr_head && !hs->cover_soon &&
 	    time_before(jiffies, hs->tx_uncov_stamp + HPS_TX_COVER_DELAY)) {
-		hps_tx_cover_arm(hs);	/* (not pending: it runs) */
+		hps_tx_cover_arm(hs);	/* unless armed again meanwhile */
 	} else {
 		hs->cover_soon = false;
 		hps_tx_cover(hs);

@@ -772,12 +772,12 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
  * bytes in @b. One message in every @ntx / 2 asks for its completion, and
  * so does the one that takes the last free send buffer (and every one
  * with TCP_USER_TIMEOUT set, which counts from the last, and those the
- * caller asks for: @ask); the others
- * complete with a later completion (hps_tx_retire()), or with a fence
- * when someone waits for them (hps_tx_cover()) or none came for
- * HPS_TX_COVER_DELAY (the cover timer). So at
- * most @ntx / 2 - 1 work requests have no completion coming, fewer than
- * the @ntx the send queue holds: one that fills it always has one.
+ * caller asks for: @ask); the others complete with a later completion
+ * (hps_tx_retire()), or with a fence when someone waits for them
+ * (hps_tx_cover()) or none came for HPS_TX_COVER_DELAY (the cover
+ * timer). So at most @ntx / 2 - 1 work requests have no completion
+ * coming, fewer than the @ntx the send queue holds: one that fills it
+ * always has one.
  *
  * Context: hs->lock held.
  * Return: 0 or -errno from the driver.
@@ -891,7 +891,8 @@ int hps_wr_post_zero_write(struct hps_sock *hs, struct ib_cqe *cqe)
 	lockdep_assert_held(&hs->lock);
 	err = ib_post_send(hs->qp, &wr.wr, NULL);
 	if (err)
-		pr_warn_ratelimited("post send failed: %d\n", err);
+		pr_warn_ratelimited("zero-length RDMA WRITE (%ps) failed: %d\n",
+				    cqe->done, err);
 	return err;
 }
 
