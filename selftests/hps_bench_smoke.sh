@@ -5,7 +5,7 @@
 # AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
 # AF_SMC; servers on the peer (node 2, or node 1 itself over loopback);
 # on one node, lat-breakdown.sh's stages of a traced pingpong, blocking
-# and busy-polling.
+# and busy-polling, and ab-modules.sh with the tree's module (reloaded).
 # Checks the exit status (which covers hps-bench's own data checks: echo
 # compare, stream checksums) and the shape of the CSV line (and for conns
 # that every connection was opened), never the speed.
@@ -53,9 +53,10 @@ once() { [ "$HPS_NODES" = 1 ] || [ -n "${HPS_FULL:-}${HPS_EVERYWHERE:-}" ]; }
 tcp_tests=() smc=0
 once && tcp_tests=("${tests[@]}") smc=1
 
-# lat-breakdown.sh (one node: it traces both ends in one buffer)
+# lat-breakdown.sh (one node: it traces both ends in one buffer), and
+# ab-modules.sh (one node)
 lb=0
-[ "$HPS_NODES" = 1 ] && lb=2
+[ "$HPS_NODES" = 1 ] && lb=3
 
 echo "TAP version 13"
 echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc + lb ))"
@@ -176,6 +177,15 @@ if [ "$lb" != 0 ]; then
 	[ "$rc" = 0 ] && [ "${msgs:-0}" -ge 400 ] && [ "$stages" = 5 ] &&
 		[ "$(cat /proc/sys/net/core/busy_read)" = 0 ]
 	result $? "lat-breakdown.sh 200 1000 (busy polling): five stages over ${msgs:-no} messages, busy_read put back"
+
+	# one round with the module loaded now, reloaded: its line whole
+	out=$(timeout -k 5 300 "$top/tools/bench/ab-modules.sh" -r 1 -n 300 \
+		"$top/af_hps.ko" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	[ "$rc" = 0 ] && lsmod | grep -q '^af_hps ' &&
+		echo "$out" | grep -qE '^round 1 af_hps: redis requests/s: PING_INLINE [0-9.]+, .*sum [0-9]+ \| fences [0-9]+, unsignaled [0-9]+ \| pingpong median [0-9.]+ us \| connrate [0-9.]+ connections/s$'
+	result $? "ab-modules.sh -r 1 -n 300 af_hps.ko: redis, pingpong and connrate, the module loaded after"
 fi
 
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
