@@ -239,6 +239,8 @@ struct hps_hdr {
 #define HPS_TX_COVER_DELAY	(HZ / 5)
 /* time given a fence's completion to come (TCP_USER_TIMEOUT's grace) */
 #define HPS_TX_FENCE_GRACE	(HZ / 250 ?: 1)
+/* a tail that MSG_MORE held, the messages before it unsignaled: waits */
+#define HPS_TX_MORE_DELAY	(HZ / 250 ?: 1)
 #define HPS_RX_SHRINKS_MAX	4	/* SHRINKs an idle window sends */
 /* no window grows while this many bytes wait to be read (hps_rx_grow()) */
 #define HPS_RX_UNREAD_MAX	(256 << 10)
@@ -472,8 +474,8 @@ enum {
  *	      while pending
  * @ka_cqe: completion of the keepalive probe (hps_tx_ka_done())
  * @cover_timer: asks for the completion of DATA messages sent without one
- *		 once they have gone HPS_TX_COVER_DELAY without
- *		 (hps_tx_cover_timer());
+ *		 once they have gone HPS_TX_COVER_DELAY without, and posts a
+ *		 tail that MSG_MORE held (@cover_soon) (hps_tx_cover_timer());
  *		 holds a socket reference while pending
  * @fence_cqe: completion of the send fence (hps_tx_fence_done())
  * @ka_on: keepalive on (SO_KEEPALIVE; see hps_tx_keepalive())
@@ -571,8 +573,10 @@ enum {
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
- * @cover_soon: a tail that MSG_MORE held waits for a completion: the
- *		cover timer runs soon (hps_tx_cover_soon())
+ * @cover_soon: a tail that MSG_MORE held waits for a completion that
+ *		is not coming: the cover timer runs HPS_TX_MORE_DELAY (or,
+ *		nothing in flight, HPS_TX_COVER_DELAY) after it and pushes it
+ *		(hps_tx_cover_soon())
  * @ut_grace: TCP_USER_TIMEOUT was due with DATA messages that did not
  *	      ask for their completion, and it was asked for
  *	      (hps_tx_keepalive()); cleared by a completion (hps_tx_retire()),
@@ -972,7 +976,6 @@ void hps_tx_cover_timer(struct timer_list *t);
 void hps_tx_cover(struct hps_sock *hs);
 void hps_tx_cover_arm(struct hps_sock *hs);
 void hps_tx_cover_ask(struct hps_sock *hs);
-void hps_tx_cover_soon(struct hps_sock *hs);
 void hps_tx_ut_set(struct hps_sock *hs, u32 ms);
 void hps_tx_ka_start(struct hps_sock *hs);
 void hps_tx_ka_config(struct hps_sock *hs);

@@ -451,6 +451,44 @@ static int hps_tx_post_next(struct hps_sock *hs)
 	return 0;
 }
 
+/* An open slot holds a tail that waits to be posted. hs->lock held. */
+static bool hps_tx_tail_held(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hps_tx_open_len(hs) && !hs->tx_filling &&
+	       hs->tx_posted == hs->tx_fill;
+}
+
+/*
+ * A tail that MSG_MORE held back goes out with the next completion
+ * (__hps_tx_push() from its handler), as it went out with the last
+ * message's when every message asked for its own. If that one did not
+ * ask, the cover timer runs HPS_TX_MORE_DELAY from now, not
+ * HPS_TX_COVER_DELAY, and pushes the tail (Nagle's rule may ask for a
+ * fence first): a write that follows soon takes it along, and one that
+ * does not leaves it waiting a few ms. With nothing in flight, no
+ * completion comes at all: the timer pushes it HPS_TX_COVER_DELAY from
+ * now, as TCP's probe timer sends a corked tail after a retransmission
+ * timeout. Context: hs->lock held.
+ */
+static void hps_tx_cover_soon(struct hps_sock *hs)
+{
+	unsigned long due;
+
+	lockdep_assert_held(&hs->lock);
+	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
+		return;
+	if (hs->tx_wr_sig != hs->tx_wr_head)
+		due = jiffies + HPS_TX_MORE_DELAY + 1;
+	else if (!hs->tx_wr_out)
+		due = jiffies + HPS_TX_COVER_DELAY;
+	else
+		return;		/* a completion is coming: it pushes the tail */
+	hs->cover_soon = true;
+	if (!timer_reduce(&hs->cover_timer, due))
+		sock_hold(&hs->sk);	/* armed now: the timer's reference */
+}
+
 static void __hps_tx_push(struct hps_sock *hs, bool hold)
 {
 	struct hps_buf *b;
@@ -1156,40 +1194,13 @@ void hps_tx_cover_arm(struct hps_sock *hs)
 }
 
 /**
- * hps_tx_cover_soon() - ask for the completion of the DATA sent, soon
- * @hs: the connection
- *
- * A tail that MSG_MORE held back goes out with the next completion, as
- * it went out with the last message's when every message asked for its
- * own. If none is coming, the cover timer asks for one within
- * HPS_TX_FENCE_GRACE, not HPS_TX_COVER_DELAY: a write that follows soon
- * takes the tail along, and the tail of one that does not waits a few
- * milliseconds at most.
- *
- * Context: hs->lock held.
- */
-void hps_tx_cover_soon(struct hps_sock *hs)
-{
-	unsigned long due = jiffies + HPS_TX_FENCE_GRACE;
-
-	lockdep_assert_held(&hs->lock);
-	if (hs->tx_wr_sig == hs->tx_wr_head ||
-	    !test_bit(HPS_F_CONN_UP, &hs->flags))
-		return;
-	hs->cover_soon = true;
-	if (!timer_pending(&hs->cover_timer) ||
-	    time_after(hs->cover_timer.expires, due))
-		sk_reset_timer(&hs->sk, &hs->cover_timer, due);
-}
-
-/**
  * hps_tx_cover() - ask for the completion of the DATA messages sent
  * @hs: the connection
  *
  * DATA messages are sent without asking for their completion, but for
  * one in every @ntx / 2, the one that takes the last send buffer, each
- * with TCP_USER_TIMEOUT set and the short ones under Nagle's rule
- * (hps_wr_post_data()); a later completion stands for them
+ * with TCP_USER_TIMEOUT set and the last piece of a short buffer under
+ * Nagle's rule (hps_wr_post_data()); a later completion stands for them
  * (hps_tx_retire()). Someone who waits for one of them to complete (a
  * writer or poll() for room, Nagle's rule, a zero-copy send for an idle
  * send queue, SIOCOUTQ, TCP_USER_TIMEOUT, the cover timer) calls
@@ -1244,9 +1255,10 @@ void hps_tx_cover_ask(struct hps_sock *hs)
  * hps_tx_cover_timer() - DATA messages were sent without a completion
  * @t: hs->cover_timer
  *
- * If the first of those still without one has gone HPS_TX_COVER_DELAY
- * without, or a tail waits (hps_tx_cover_soon()), ask now, so that the
- * send buffers, SIOCOUTQ and the tail learn that they completed; if a
+ * A tail that MSG_MORE held and no write took along since
+ * (hps_tx_cover_soon()) is pushed. If the first of the DATA messages still
+ * without a completion has gone HPS_TX_COVER_DELAY without, ask now, so
+ * that the send buffers and SIOCOUTQ learn that they completed; if a
  * later completion stood for the ones the timer was armed for, wait for
  * the ones posted since.
  *
@@ -1257,17 +1269,17 @@ void hps_tx_cover_timer(struct timer_list *t)
 	struct hps_sock *hs = from_timer(hs, t, cover_timer);
 
 	spin_lock(&hs->lock);
-	/* a held tail, not posted since (a later write took it along) */
-	if (hs->cover_soon && !(hps_tx_open_len(hs) && !hs->tx_filling &&
-				hs->tx_posted == hs->tx_fill))
+	if (hs->cover_soon) {
 		hs->cover_soon = false;
-	if (hs->tx_wr_sig != hs->tx_wr_head && !hs->cover_soon &&
-	    time_before(jiffies, hs->tx_uncov_stamp + HPS_TX_COVER_DELAY)) {
-		hps_tx_cover_arm(hs);	/* unless armed again meanwhile */
-	} else {
-		hs->cover_soon = false;
-		hps_tx_cover(hs);
+		/* still held (a later write did not take it along): post it */
+		if (hps_tx_tail_held(hs))
+			__hps_tx_push(hs, false);
 	}
+	if (hs->tx_wr_sig != hs->tx_wr_head &&
+	    time_before(jiffies, hs->tx_uncov_stamp + HPS_TX_COVER_DELAY))
+		hps_tx_cover_arm(hs);	/* unless armed again meanwhile */
+	else
+		hps_tx_cover(hs);
 	spin_unlock(&hs->lock);
 	sock_put(&hs->sk);
 }

@@ -778,6 +778,43 @@ TEST_F(conn, more_tail_goes_soon)
 }
 
 /*
+ * A tail that MSG_MORE held back with nothing in flight (SIOCOUTQ found
+ * everything complete): no completion is coming to take it out, and it
+ * goes after about 200 ms, as TCP's probe timer sends a corked tail,
+ * never later than a second. Three times, by content, with a poll()
+ * bound so that a tail held for ever fails rather than hangs.
+ */
+TEST_F(conn, more_tail_alone_goes)
+{
+	struct pollfd p = { .fd = self->afd, .events = POLLIN };
+	struct timespec t0, t1;
+	char b[10], got[10];
+	int k, i, q;
+	double s;
+
+	for (k = 0; k < 3; k++) {
+		for (i = 0; i < 1000; i++) {
+			ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &q));
+			if (!q)
+				break;
+			usleep(1000);
+		}
+		ASSERT_EQ(0, q);
+		usleep(10000);	/* the answer to SIOCOUTQ's fence is in */
+		memset(b, 'm' + k, sizeof(b));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ASSERT_EQ(sizeof(b), send(self->cfd, b, sizeof(b), MSG_MORE));
+		ASSERT_EQ(1, poll(&p, 1, 2000));
+		ASSERT_EQ(sizeof(b), hps_read_all(self->afd, got, sizeof(b)));
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ASSERT_EQ(0, memcmp(got, b, sizeof(b)));
+		s = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		TH_LOG("tail %d went after %.1f ms", k, s * 1e3);
+		EXPECT_LT(s, 1.0);
+	}
+}
+
+/*
  * Nagle's rule (no TCP_NODELAY) holds a small write while an earlier one
  * is in flight, until it completes. A completion is asked for then
  * (hps_tx_cover()): two small writes in a row, then the answer, 50 times
