@@ -239,7 +239,10 @@ struct hps_hdr {
 #define HPS_TX_COVER_DELAY	(HZ / 5)
 /* time given a fence's completion to come (TCP_USER_TIMEOUT's grace) */
 #define HPS_TX_FENCE_GRACE	(HZ / 250 ?: 1)
-/* a tail that MSG_MORE held, the messages before it unsignaled: waits */
+/*
+ * a tail that MSG_MORE held, the messages before it unsignaled: waits at
+ * most this (+1 jiffy in hps_tx_cover_soon(): at least this, too)
+ */
 #define HPS_TX_MORE_DELAY	(HZ / 250 ?: 1)
 #define HPS_RX_SHRINKS_MAX	4	/* SHRINKs an idle window sends */
 /* no window grows while this many bytes wait to be read (hps_rx_grow()) */
@@ -573,10 +576,10 @@ enum {
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
- * @cover_soon: a tail that MSG_MORE held waits for a completion that
- *		is not coming: the cover timer runs HPS_TX_MORE_DELAY (or,
- *		nothing in flight, HPS_TX_COVER_DELAY) after it and pushes it
- *		(hps_tx_cover_soon())
+ * @cover_soon: a tail that MSG_MORE held may wait for a push no
+ *		completion brings: the cover timer (due within
+ *		HPS_TX_MORE_DELAY, or HPS_TX_COVER_DELAY with no DATA in
+ *		flight) posts it if still held (hps_tx_cover_soon())
  * @ut_grace: TCP_USER_TIMEOUT was due with DATA messages that did not
  *	      ask for their completion, and it was asked for
  *	      (hps_tx_keepalive()); cleared by a completion (hps_tx_retire()),

@@ -461,15 +461,19 @@ static bool hps_tx_tail_held(struct hps_sock *hs)
 
 /*
  * A tail that MSG_MORE held back goes out with the next completion
- * (__hps_tx_push() from its handler), as it went out with the last
+ * (hps_tx_push() from its handler), as it went out with the last
  * message's when every message asked for its own. If that one did not
- * ask, the cover timer runs HPS_TX_MORE_DELAY from now, not
- * HPS_TX_COVER_DELAY, and pushes the tail (Nagle's rule may ask for a
- * fence first): a write that follows soon takes it along, and one that
- * does not leaves it waiting a few ms. With nothing in flight, no
- * completion comes at all: the timer pushes it HPS_TX_COVER_DELAY from
- * now, as TCP's probe timer sends a corked tail after a retransmission
- * timeout. Context: hs->lock held.
+ * ask, the cover timer runs within HPS_TX_MORE_DELAY + 1 jiffies (a
+ * whole HPS_TX_MORE_DELAY at least, whatever part of a jiffy is left),
+ * not HPS_TX_COVER_DELAY, and posts the tail if it is still held
+ * (Nagle's rule may ask for a fence first): a write that follows soon
+ * takes it along, and one that does not leaves it waiting a few ms. With
+ * no DATA in flight no completion is sure to come (a control message's,
+ * or a received message's push, may take the tail sooner): the timer
+ * posts it within HPS_TX_COVER_DELAY, as TCP's probe timer sends a
+ * corked tail after a retransmission timeout. The timer may run sooner,
+ * armed earlier for the cover; the delays are upper bounds.
+ * Context: hs->lock held.
  */
 static void hps_tx_cover_soon(struct hps_sock *hs)
 {

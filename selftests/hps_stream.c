@@ -676,6 +676,30 @@ TEST_F(conn, sends_complete_without_asking)
 }
 
 /*
+ * The fences (tx_fences) of @rounds round trips with echo_64() on @afd,
+ * by content, @gap_us apart, after one to settle; -1 if a round failed.
+ */
+static long echo_fences(int cfd, int *afd, int rounds, int gap_us)
+{
+	long f0 = -1, f1 = -1;
+	char req[24];
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, echo_64, afd))
+		return -1;
+	memset(req, 'n', sizeof(req));
+	if (send(cfd, req, 24, 0) == 24 &&	/* echo_64()'s header */
+	    echo_rounds(cfd, 1, 3, 0) == -1) {
+		f0 = hps_stat("tx_fences");
+		if (echo_rounds(cfd, rounds, 3, gap_us) == -1)
+			f1 = hps_stat("tx_fences");
+	}
+	shutdown(cfd, SHUT_WR);
+	pthread_join(t, NULL);
+	return f0 < 0 || f1 < 0 ? -1 : f1 - f0;
+}
+
+/*
  * A request and its answer now and then, with TCP_NODELAY (5 ms apart:
  * more than the cover timer of old, 4 ms, which then fenced every
  * message): the message of every half send ring that asks for its
@@ -684,26 +708,15 @@ TEST_F(conn, sends_complete_without_asking)
  */
 TEST_F(conn, request_now_and_then_needs_no_fence)
 {
-	int one = 1, k;
-	char req[24];
-	long f0, f1;
-	pthread_t t;
+	int one = 1;
+	long f;
 
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
 	ASSERT_EQ(0, setsockopt(self->afd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
-	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
-	memset(req, 'n', sizeof(req));
-	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
-	ASSERT_EQ(-1, echo_rounds(self->cfd, 1, 3, 0));
-	f0 = hps_stat("tx_fences");
-	ASSERT_LE(0, f0);
-	k = echo_rounds(self->cfd, 60, 3, 5000);
-	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
-	f1 = hps_stat("tx_fences");
-	TH_LOG("%ld fences in 60 round trips", f1 - f0);
-	EXPECT_LE(f1 - f0, 4);
-	shutdown(self->cfd, SHUT_WR);
-	pthread_join(t, NULL);
+	f = echo_fences(self->cfd, &self->afd, 60, 5000);
+	ASSERT_LE(0, f);
+	TH_LOG("%ld fences in 60 round trips", f);
+	EXPECT_LE(f, 4);
 }
 
 /*
@@ -716,23 +729,38 @@ TEST_F(conn, request_now_and_then_needs_no_fence)
  */
 TEST_F(conn, nagle_request_answer_needs_no_fence)
 {
-	char req[24];
-	long f0, f1;
-	pthread_t t;
-	int k;
+	long f = echo_fences(self->cfd, &self->afd, 200, 0);
 
-	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
-	memset(req, 'g', sizeof(req));
-	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
-	f0 = hps_stat("tx_fences");
-	ASSERT_LE(0, f0);
-	k = echo_rounds(self->cfd, 200, 11, 0);
-	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
-	f1 = hps_stat("tx_fences");
-	TH_LOG("%ld fences in 200 round trips", f1 - f0);
-	EXPECT_LE(f1 - f0, 10);
-	shutdown(self->cfd, SHUT_WR);
-	pthread_join(t, NULL);
+	ASSERT_LE(0, f);
+	TH_LOG("%ld fences in 200 round trips", f);
+	EXPECT_LE(f, 10);
+}
+
+/* Seconds since @t0 (CLOCK_MONOTONIC). */
+static double secs_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return t1.tv_sec - t0->tv_sec + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * Ask SIOCOUTQ on @fd every ms until it is 0, for a second at most.
+ * Return: what it said last, or -1 if it failed.
+ */
+static int outq_drain(int fd)
+{
+	int i, q = -1;
+
+	for (i = 0; i < 1000; i++) {
+		if (ioctl(fd, SIOCOUTQ, &q))
+			return -1;
+		if (!q)
+			break;
+		usleep(1000);
+	}
+	return q;
 }
 
 /*
@@ -746,19 +774,13 @@ TEST_F(conn, nagle_request_answer_needs_no_fence)
 TEST_F(conn, more_tail_goes_soon)
 {
 	char a[64], b[10], got[64];
-	struct timespec t0, t1;
 	double worst = 0, s;
-	int one = 1, k, i, q;
+	struct timespec t0;
+	int one = 1, k;
 
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
 	for (k = 0; k < 10; k++) {
-		for (i = 0; i < 1000; i++) {
-			ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &q));
-			if (!q)
-				break;
-			usleep(1000);
-		}
-		ASSERT_EQ(0, q);
+		ASSERT_EQ(0, outq_drain(self->cfd));
 		memset(a, 'a' + k, sizeof(a));
 		memset(b, 'A' + k, sizeof(b));
 		ASSERT_EQ(sizeof(a), send(self->cfd, a, sizeof(a), 0));
@@ -767,9 +789,8 @@ TEST_F(conn, more_tail_goes_soon)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ASSERT_EQ(sizeof(b), send(self->cfd, b, sizeof(b), MSG_MORE));
 		ASSERT_EQ(sizeof(b), hps_read_all(self->afd, got, sizeof(b)));
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+		s = secs_since(&t0);
 		ASSERT_EQ(0, memcmp(got, b, sizeof(b)));
-		s = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (s > worst)
 			worst = s;
 	}
@@ -787,28 +808,21 @@ TEST_F(conn, more_tail_goes_soon)
 TEST_F(conn, more_tail_alone_goes)
 {
 	struct pollfd p = { .fd = self->afd, .events = POLLIN };
-	struct timespec t0, t1;
 	char b[10], got[10];
-	int k, i, q;
+	struct timespec t0;
 	double s;
+	int k;
 
 	for (k = 0; k < 3; k++) {
-		for (i = 0; i < 1000; i++) {
-			ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &q));
-			if (!q)
-				break;
-			usleep(1000);
-		}
-		ASSERT_EQ(0, q);
+		ASSERT_EQ(0, outq_drain(self->cfd));
 		usleep(10000);	/* the answer to SIOCOUTQ's fence is in */
 		memset(b, 'm' + k, sizeof(b));
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ASSERT_EQ(sizeof(b), send(self->cfd, b, sizeof(b), MSG_MORE));
 		ASSERT_EQ(1, poll(&p, 1, 2000));
 		ASSERT_EQ(sizeof(b), hps_read_all(self->afd, got, sizeof(b)));
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+		s = secs_since(&t0);
 		ASSERT_EQ(0, memcmp(got, b, sizeof(b)));
-		s = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 		TH_LOG("tail %d went after %.1f ms", k, s * 1e3);
 		EXPECT_LT(s, 1.0);
 	}
@@ -823,8 +837,8 @@ TEST_F(conn, more_tail_alone_goes)
 TEST_F(conn, nagle_write_write_read)
 {
 	char a[10], b[10], got[20], ans;
-	struct timespec t0, t1;
 	double worst = 0, s;
+	struct timespec t0;
 	int k;
 
 	for (k = 0; k < 50; k++) {
@@ -838,8 +852,7 @@ TEST_F(conn, nagle_write_write_read)
 		ASSERT_EQ(0, memcmp(got + sizeof(a), b, sizeof(b)));
 		ASSERT_EQ(1, send(self->afd, "k", 1, 0));
 		ASSERT_EQ(1, recv(self->cfd, &ans, 1, MSG_WAITALL));
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		s = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		s = secs_since(&t0);
 		if (s > worst)
 			worst = s;
 	}

@@ -24,7 +24,9 @@ in microseconds, and the count of messages seen.
 Events are matched by order within each direction (the k-th post from
 one end is the other end's k-th receive completion) and by time within a
 thread, not by their order in the trace: a busy-polling receiver may
-finish with a message, and answer it, before the sender's post event."""
+finish with a message, and answer it, before the sender's post event.
+Events stamped alike (the trace clock can stand still for a while under
+TCG) are taken in order: one sendto() and one recvfrom() per message."""
 
 import re
 import sys
@@ -108,7 +110,7 @@ def main():
         ent, rets = enter[src], ret.get(dst, [])
         wakes = wake.get(dst, [])
         wts = [w[0] for w in wakes]
-        last_a = None
+        last_i = last_j = -1
         if len(posts) != len(recvd.get(d, [])):
             print(f"lat-breakdown.py: {d[0]} -> {d[1]}: {len(posts)} posts "
                   f"but {len(recvd.get(d, []))} receive completions (trace "
@@ -122,13 +124,19 @@ def main():
             # handle its completion first: it was posted by then
             b = min(b, c)
             i = bisect_right(ent, b) - 1
-            if i < 0 or ent[i] == last_a:
+            # the guest's trace clock can stand still for a while (seen
+            # under TCG with both vCPUs busy polling): of the sendto()s
+            # stamped alike, the first not taken yet
+            while i - 1 > last_i and ent[i - 1] == ent[i]:
+                i -= 1
+            if i <= last_i:
                 continue        # no sendto() of its own: not timed
-            a = last_a = ent[i]
-            j = bisect_left(rets, c)
+            a, last_i = ent[i], i
+            # each message returns from its own recvfrom(), in order
+            j = max(bisect_left(rets, c), last_j + 1)
             if j == len(rets):
                 continue
-            e = rets[j]
+            e, last_j = rets[j], j
             k = bisect_left(wts, c)
             slept = k < len(wts) and wts[k] <= e
             w = wts[k] if slept else c
