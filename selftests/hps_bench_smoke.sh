@@ -5,7 +5,8 @@
 # AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
 # AF_SMC; servers on the peer (node 2, or node 1 itself over loopback);
 # on one node, lat-breakdown.sh's stages of a traced pingpong, blocking
-# and busy-polling, and ab-modules.sh with the tree's module (reloaded).
+# and busy-polling, ab-modules.sh with the tree's module (reloaded) and
+# redis-cost.sh.
 # Checks the exit status (which covers hps-bench's own data checks: echo
 # compare, stream checksums) and the shape of the CSV line (and for conns
 # that every connection was opened), never the speed.
@@ -54,9 +55,9 @@ tcp_tests=() smc=0
 once && tcp_tests=("${tests[@]}") smc=1
 
 # lat-breakdown.sh (one node: it traces both ends in one buffer), and
-# ab-modules.sh (one node)
+# ab-modules.sh and redis-cost.sh (one node)
 lb=0
-[ "$HPS_NODES" = 1 ] && lb=3
+[ "$HPS_NODES" = 1 ] && lb=4
 
 echo "TAP version 13"
 echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc + lb ))"
@@ -186,6 +187,21 @@ if [ "$lb" != 0 ]; then
 	[ "$rc" = 0 ] && lsmod | grep -q '^af_hps ' &&
 		echo "$out" | grep -qE '^round 1 af_hps: redis requests/s: PING_INLINE [0-9.]+, .*sum [0-9]+ \| fences [0-9]+, unsignaled [0-9]+ \| pingpong median [0-9.]+ us \| connrate [0-9.]+ connections/s$'
 	result $? "ab-modules.sh -r 1 -n 300 af_hps.ko: redis, pingpong and connrate, the module loaded after"
+
+	# per-request costs: both transports, CPU and softirqs, and AF_HPS's
+	# own counters and the device's packets on its side only
+	out=$(timeout -k 5 120 "$top/tools/bench/redis-cost.sh" 300 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/# /'
+	hps_part=$(echo "$out" | sed -n '/^== hps:/,$p')
+	[ "$rc" = 0 ] &&
+		echo "$out" | grep -qE '^== tcp: [0-9]+ ms, per request \(of 600\):$' &&
+		echo "$out" | sed -n '/^== tcp:/,/^== hps:/p' | grep -qE '^  cpu_sys +[0-9.]+ us$' &&
+		! echo "$out" | sed -n '/^== tcp:/,/^== hps:/p' | grep -q 'tx_unsignaled' &&
+		echo "$hps_part" | grep -qE '^  cpu_softirq +[0-9.]+ us$' &&
+		echo "$hps_part" | grep -qE '^  (tx_unsignaled|conn_active) +[0-9.]+$' &&
+		echo "$hps_part" | grep -qE '^  dev_(sent|rcvd)_pkts +[0-9.]+$'
+	result $? "redis-cost.sh 300: per-request CPU over TCP and AF_HPS, AF_HPS's counters and packets on its side only"
 fi
 
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
