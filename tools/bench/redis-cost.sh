@@ -15,7 +15,7 @@ set -u
 top=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 addr=${HPS_SELF:-198.18.0.1}
 n=${1:-20000}
-for c in redis-server redis-benchmark; do
+for c in redis-server redis-benchmark redis-cli; do
 	command -v $c >/dev/null || { echo "redis-cost: no $c" >&2; exit 1; }
 done
 
@@ -40,7 +40,12 @@ for t in tcp hps; do
 		--appendonly no --protected-mode no --daemonize no \
 		--logfile "" >/dev/null 2>&1 &
 	server=$!
-	sleep 2
+	# up once it answers (over its own transport), 30 s at most
+	for i in $(seq 300); do
+		"${run[@]}" redis-cli -h "$addr" -p $port ping 2>/dev/null |
+			grep -q PONG && break
+		sleep 0.1
+	done
 	# warm: the connections' windows, the page cache
 	"${run[@]}" redis-benchmark -h "$addr" -p $port -c 50 -n 2000 -t set \
 		-q >/dev/null 2>&1
