@@ -573,6 +573,12 @@ enum {
  *		    posted; the cover timer counts from it. Meaningful only
  *		    while @tx_wr_sig != @tx_wr_head (it is set then, and
  *		    left stale otherwise)
+ * @tx_ack_mark: the @tx_wr_head value when the last message from the peer
+ *		 that returned credits arrived: Nagle's rule takes the DATA
+ *		 work requests before it as acknowledged (hps_tx_unacked())
+ * @tx_nagle_held: Nagle's rule held a small write since the last send
+ *		   buffer went: the next short one asks for its completion
+ *		   (hps_tx_post_next())
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
@@ -730,6 +736,8 @@ struct hps_sock {
 	u32			tx_wr_out;
 	u32			tx_wr_sig;
 	unsigned long		tx_uncov_stamp;
+	u32			tx_ack_mark;
+	bool			tx_nagle_held;
 	u32			fence_mark;
 	bool			fence_out;
 	bool			cover_wanted;
@@ -977,6 +985,7 @@ void hps_tx_ka_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_tx_fence_done(struct ib_cq *cq, struct ib_wc *wc);
 void hps_tx_cover_timer(struct timer_list *t);
 void hps_tx_cover(struct hps_sock *hs);
+void hps_tx_acked(struct hps_sock *hs);
 void hps_tx_cover_arm(struct hps_sock *hs);
 void hps_tx_cover_ask(struct hps_sock *hs);
 void hps_tx_ut_set(struct hps_sock *hs, u32 ms);

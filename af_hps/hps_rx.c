@@ -728,6 +728,8 @@ void hps_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	hps_tx_cr_push(hs, credits, cls);
 	hs->tx_credits += credits;
+	if (credits)
+		hps_tx_acked(hs);	/* Nagle's rule; pushed below */
 	if (back) {
 		/* posted after them, as of class 0 */
 		hps_tx_cr_push(hs, 1, 0);

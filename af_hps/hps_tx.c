@@ -429,26 +429,67 @@ static int hps_tx_post_next(struct hps_sock *hs)
 	more = b->sent + n < b->len || hs->tx_posted + 1 != hs->tx_fill ||
 	       hps_tx_open_len(hs);
 	/*
-	 * Nagle's rule holds a small write while a DATA message is not known
-	 * to be complete (__hps_tx_push()). The last piece of a buffer that
-	 * went out short under that rule asks for its completion, which
-	 * comes once it is delivered (iWARP: once it left): usually a
-	 * request's is in before its answer, and the next request goes at
-	 * once, where without it a fence would be asked for and waited for
-	 * first, at each request. A full buffer does not ask (the open slot
-	 * is empty when it goes): a small write after it still asks for a
-	 * fence.
+	 * Nagle's rule holds a small write while DATA in flight is neither
+	 * complete nor acknowledged (hps_tx_unacked()). If it held one since
+	 * the last buffer went, the writer streams small writes faster than
+	 * the peer answers: the last piece of a short buffer asks for its
+	 * completion, which comes once it is delivered (iWARP: once it
+	 * left), so that the write after it finds it complete and needs no
+	 * fence. A writer whose requests the peer answers (the answer
+	 * returns credits) is never held, and its requests do not ask. A
+	 * full buffer does not ask (the open slot is empty when it goes): a
+	 * small write after it asks for a fence if it is held.
 	 */
 	ask = b->sent + n == b->len && b->len < hps_tx_cap(b) &&
+	      hs->tx_nagle_held &&
 	      !test_bit(HPS_F_NODELAY, &hs->flags) &&
 	      !test_bit(HPS_F_CORK, &hs->flags);
 	err = hps_wr_post_data(hs, b, n, more, ask);
 	if (err)
 		return err;
 	hs->tx_data_stamp = jiffies;
-	if (b->sent == b->len)
+	if (b->sent == b->len) {
 		hs->tx_posted++;
+		hs->tx_nagle_held = false;
+	}
 	return 0;
+}
+
+/**
+ * hps_tx_unacked() - is DATA in flight that the peer has not acknowledged?
+ * @hs: the connection
+ *
+ * TCP's Nagle's rule holds a small write while sent data is not
+ * acknowledged, and the answer to a request acknowledges it. Here a DATA
+ * message is acknowledged by its completion, or by a message from the
+ * peer that returns credits: the peer took a message of ours to return
+ * them, and every DATA message posted before that one arrived is taken as
+ * acknowledged (hps_tx_acked()). That may be early (credits of a control
+ * message, or of a window that grew): a small write then goes sooner, and
+ * nothing else depends on it; the completions still free the buffers.
+ *
+ * Context: hs->lock held.
+ * Return: true if Nagle's rule holds a small write.
+ */
+static bool hps_tx_unacked(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_wr_out && hs->tx_ack_mark != hs->tx_wr_head;
+}
+
+/**
+ * hps_tx_acked() - a message from the peer returned credits
+ * @hs: the connection
+ *
+ * Nagle's rule takes the DATA posted so far as acknowledged
+ * (hps_tx_unacked()); the caller pushes what it held.
+ *
+ * Context: hs->lock held.
+ */
+void hps_tx_acked(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	hs->tx_ack_mark = hs->tx_wr_head;
 }
 
 /* An open slot holds a tail that waits to be posted. hs->lock held. */
@@ -496,6 +537,7 @@ static void hps_tx_cover_soon(struct hps_sock *hs)
 static void __hps_tx_push(struct hps_sock *hs, bool hold)
 {
 	struct hps_buf *b;
+	bool nagle;
 	u32 len;
 
 	lockdep_assert_held(&hs->lock);
@@ -518,11 +560,17 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 		    !hps_can_post(hs, 2) || hs->tx_wr_out >= hs->ntx)
 			break;
 		b = &hs->tx[hs->tx_fill % hs->ntx];
+		nagle = !test_bit(HPS_F_NODELAY, &hs->flags) &&
+			hps_tx_unacked(hs);
 		if (len < hps_tx_cap(b) &&
 		    !test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
-		    (hold || test_bit(HPS_F_CORK, &hs->flags) ||
-		     (!test_bit(HPS_F_NODELAY, &hs->flags) && hs->tx_wr_out))) {
-			/* Nagle's rule: until what is in flight completes */
+		    (hold || test_bit(HPS_F_CORK, &hs->flags) || nagle)) {
+			/*
+			 * Nagle's rule: until what is in flight completes or
+			 * the peer acknowledges it
+			 */
+			if (nagle)
+				hs->tx_nagle_held = true;
 			if (test_bit(HPS_F_CORK, &hs->flags))
 				break;
 			if (!hold)

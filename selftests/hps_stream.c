@@ -722,9 +722,9 @@ TEST_F(conn, request_now_and_then_needs_no_fence)
 /*
  * Nagle's rule (no TCP_NODELAY at either end) on a request/answer
  * exchange: each request goes at once, as over TCP, where the answer
- * acknowledged the last. A short message under the rule asks for its
- * completion, so the next small write finds it complete, and needs no
- * fence (once one per request each way, and a round trip more each).
+ * acknowledged the last: here the answer returns the request's credit,
+ * which acknowledges it, so the next small write is not held and needs
+ * no fence (once one per request each way, and a round trip more each).
  * 200 round trips by content.
  */
 TEST_F(conn, nagle_request_answer_needs_no_fence)
@@ -734,6 +734,144 @@ TEST_F(conn, nagle_request_answer_needs_no_fence)
 	ASSERT_LE(0, f);
 	TH_LOG("%ld fences in 200 round trips", f);
 	EXPECT_LE(f, 10);
+}
+
+/*
+ * Nagle's rule on a request/answer exchange takes the answer, which
+ * returns the request's credit, as its acknowledgement (af_hps.rst, "Send
+ * completions"): no request is held, and none asks for a completion of
+ * its own. 500 round trips by content, neither end with TCP_NODELAY: at
+ * least half of the 1,000 messages went without asking (one in every
+ * half a send ring asks; every one asked before) and no fence was needed.
+ */
+TEST_F(conn, nagle_request_answer_unsignaled)
+{
+	enum { ROUNDS = 500 };
+	long u0, u1, f0, f1;
+	char req[24];
+	pthread_t t;
+	int k;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, echo_64, &self->afd));
+	memset(req, 'h', sizeof(req));
+	ASSERT_EQ(24, send(self->cfd, req, 24, 0));	/* echo_64()'s header */
+	ASSERT_EQ(-1, echo_rounds(self->cfd, 1, 3, 0));
+	u0 = hps_stat("tx_unsignaled");
+	f0 = hps_stat("tx_fences");
+	k = echo_rounds(self->cfd, ROUNDS, 5, 0);
+	u1 = hps_stat("tx_unsignaled");
+	f1 = hps_stat("tx_fences");
+	shutdown(self->cfd, SHUT_WR);
+	pthread_join(t, NULL);
+	ASSERT_EQ(-1, k) TH_LOG("round %d", k);
+	ASSERT_LE(0, u0);
+	ASSERT_LE(0, f0);
+	TH_LOG("%ld of %d messages without a completion of their own, %ld fences",
+	       u1 - u0, 2 * ROUNDS, f1 - f0);
+	EXPECT_GE(u1 - u0, ROUNDS);
+	EXPECT_LE(f1 - f0, 10);
+}
+
+/* One end of nagle_shared_request_answer: two threads share each socket. */
+struct nagle_share {
+	int cfd, afd, rounds;
+	pthread_mutex_t lock;
+	unsigned char seen[2][300];
+	int bad, short_io;
+};
+
+/* Byte i of request @seq of thread @tid. */
+static char nagle_byte(int tid, int seq, int i)
+{
+	return (char)(tid * 131 + seq * 7 + i);
+}
+
+static void *nagle_echo(void *arg)
+{
+	struct nagle_share *ns = arg;
+	char b[64];
+
+	while (recv(ns->afd, b, sizeof(b), MSG_WAITALL) == sizeof(b))
+		if (send(ns->afd, b, sizeof(b), 0) != sizeof(b))
+			break;
+	return NULL;
+}
+
+struct nagle_client {
+	struct nagle_share *ns;
+	int tid;
+};
+
+static void *nagle_client(void *arg)
+{
+	struct nagle_share *ns = ((struct nagle_client *)arg)->ns;
+	int tid = ((struct nagle_client *)arg)->tid;
+	char req[64], got[64];
+	int k, i, gt, gs;
+
+	for (k = 0; k < ns->rounds; k++) {
+		req[0] = (char)tid;
+		req[1] = (char)k;
+		req[2] = (char)(k >> 8);
+		for (i = 3; i < 64; i++)
+			req[i] = nagle_byte(tid, k, i);
+		if (send(ns->cfd, req, sizeof(req), 0) != sizeof(req) ||
+		    recv(ns->cfd, got, sizeof(got), MSG_WAITALL) != sizeof(got)) {
+			__atomic_add_fetch(&ns->short_io, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		/* an answer to either thread's request, whole */
+		gt = (unsigned char)got[0];
+		gs = (unsigned char)got[1] | (unsigned char)got[2] << 8;
+		for (i = 3; i < 64 && gt < 2 && gs < ns->rounds; i++)
+			if (got[i] != nagle_byte(gt, gs, i))
+				break;
+		pthread_mutex_lock(&ns->lock);
+		if (gt >= 2 || gs >= ns->rounds || i < 64 || ns->seen[gt][gs]++)
+			ns->bad++;
+		pthread_mutex_unlock(&ns->lock);
+	}
+	return NULL;
+}
+
+/*
+ * nagle_request_answer_unsignaled with two threads sharing each socket:
+ * two clients each send a request and read an answer, two servers echo
+ * them, 300 rounds each, no TCP_NODELAY. Every answer is a whole request
+ * of either client, and each request comes back exactly once.
+ */
+TEST_F(conn, nagle_shared_request_answer)
+{
+	struct nagle_share ns = {
+		.cfd = self->cfd, .afd = self->afd, .rounds = 300,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+	};
+	struct nagle_client arg[2] = { { &ns, 0 }, { &ns, 1 } };
+	pthread_t c[2], e[2];
+	long u0, f0;
+	int i, j, missing = 0;
+
+	u0 = hps_stat("tx_unsignaled");
+	f0 = hps_stat("tx_fences");
+	ASSERT_LE(0, u0);
+	ASSERT_LE(0, f0);
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&e[i], NULL, nagle_echo, &ns));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&c[i], NULL, nagle_client, &arg[i]));
+	for (i = 0; i < 2; i++)
+		pthread_join(c[i], NULL);
+	shutdown(self->cfd, SHUT_WR);
+	for (i = 0; i < 2; i++)
+		pthread_join(e[i], NULL);
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < ns.rounds; j++)
+			missing += ns.seen[i][j] != 1;
+	TH_LOG("%ld messages without a completion of their own, %ld fences",
+	       hps_stat("tx_unsignaled") - u0, hps_stat("tx_fences") - f0);
+	EXPECT_EQ(0, ns.short_io);
+	EXPECT_EQ(0, ns.bad);
+	EXPECT_EQ(0, missing);
 }
 
 /* Seconds since @t0 (CLOCK_MONOTONIC). */
