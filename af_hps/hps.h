@@ -576,9 +576,12 @@ enum {
  * @tx_ack_mark: the @tx_wr_head value when the last message from the peer
  *		 that returned credits arrived: Nagle's rule takes the DATA
  *		 work requests before it as acknowledged (hps_tx_unacked())
- * @tx_nagle_held: Nagle's rule held a small write since the last send
- *		   buffer went: the next short one asks for its completion
- *		   (hps_tx_post_next())
+ * @tx_nagle_met: a small write came, without TCP_NODELAY, while DATA
+ *		  posted since @tx_ack_mark last moved was in flight (Nagle's
+ *		  rule held it, or would have but for that DATA's completion):
+ *		  a short buffer asks for its completion (hps_tx_post_next())
+ * @tx_nagle_met_before: ... or one came in the period before that, which
+ *			 also makes a short buffer ask
  * @fence_mark: the @tx_wr_head value when the fence in flight was posted
  * @fence_out: a fence is in flight (hps_tx_cover())
  * @cover_wanted: ... and another was asked for meanwhile
@@ -737,7 +740,8 @@ struct hps_sock {
 	u32			tx_wr_sig;
 	unsigned long		tx_uncov_stamp;
 	u32			tx_ack_mark;
-	bool			tx_nagle_held;
+	bool			tx_nagle_met;
+	bool			tx_nagle_met_before;
 	u32			fence_mark;
 	bool			fence_out;
 	bool			cover_wanted;

@@ -13,11 +13,12 @@
  * [tx_posted, tx_fill) are full and wait for a credit (the one at
  * tx_posted may be partly posted: see below), and slot tx_fill, if the
  * ring is not full, is the open slot the writer appends to. Small writes
- * are combined in the open slot while earlier messages are in flight
- * (Nagle-like), unless HPS_NODELAY; HPS_CORK holds it until it is full or
- * the cork is removed. A slot gets its buffer from the writer that first
- * needs it, as large as that write (up to buf_size), and gives it back
- * when the connection has sent nothing for a while (hps_tx_free_idle()).
+ * are combined in the open slot while earlier messages are in flight and
+ * not acknowledged (Nagle-like, hps_tx_unacked()), unless HPS_NODELAY;
+ * HPS_CORK holds it until it is full or the cork is removed. A slot gets
+ * its buffer from the writer that first needs it, as large as that write
+ * (up to buf_size), and gives it back when the connection has sent
+ * nothing for a while (hps_tx_free_idle()).
  *
  * One writer at a time (the socket lock) takes the open slot, only with
  * hps_tx_reserve(), which checks for room under hs->lock in the same
@@ -315,6 +316,34 @@ static u32 hps_tx_open_len(struct hps_sock *hs)
 	return hs->tx[hs->tx_fill % hs->ntx].len;
 }
 
+/**
+ * hps_tx_unacked() - is DATA in flight that the peer has not acknowledged?
+ * @hs: the connection
+ *
+ * TCP's Nagle's rule holds a small write while sent data is not
+ * acknowledged, and the answer to a request acknowledges it. Here a DATA
+ * message is acknowledged by its completion, or by a message from the
+ * peer that returns credits: the peer took a message of ours to return
+ * them, and every DATA message posted before that one arrived is taken as
+ * acknowledged (hps_tx_acked()). That may be early (credits of a control
+ * message, or of a window that grew): a small write then goes sooner, and
+ * nothing else depends on it; the completions still free the buffers.
+ *
+ * Context: hs->lock held.
+ * Return: true if such DATA is in flight.
+ */
+static bool hps_tx_unacked(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_wr_out && hs->tx_ack_mark != hs->tx_wr_head;
+}
+
+/* Nagle's rule holds a short open slot now. Context: hs->lock held. */
+static bool hps_tx_nagle_holds(struct hps_sock *hs)
+{
+	return !test_bit(HPS_F_NODELAY, &hs->flags) && hps_tx_unacked(hs);
+}
+
 /*
  * Credit stalls: data waits to be posted (full buffers, an open one that
  * would go, a zero-copy send's SRCAVAIL) and fewer than the two credits a
@@ -332,7 +361,8 @@ void hps_tx_stall_update(struct hps_sock *hs)
 		  test_bit(HPS_F_PEER_READY, &hs->flags) &&
 		  (hs->tx_posted != hs->tx_fill ||
 		   (hps_tx_open_len(hs) && !hs->tx_filling &&
-		    !hs->tx_wr_out && !test_bit(HPS_F_CORK, &hs->flags)) ||
+		    !hps_tx_nagle_holds(hs) &&
+		    !test_bit(HPS_F_CORK, &hs->flags)) ||
 		   (test_bit(HPS_F_ZC_TX_OWNED, &hs->flags) &&
 		    !test_bit(HPS_F_ZC_TX, &hs->flags)));
 	if (likely(stalled == hs->tx_stalled))
@@ -430,51 +460,29 @@ static int hps_tx_post_next(struct hps_sock *hs)
 	       hps_tx_open_len(hs);
 	/*
 	 * Nagle's rule holds a small write while DATA in flight is neither
-	 * complete nor acknowledged (hps_tx_unacked()). If it held one since
-	 * the last buffer went, the writer streams small writes faster than
-	 * the peer answers: the last piece of a short buffer asks for its
-	 * completion, which comes once it is delivered (iWARP: once it
-	 * left), so that the write after it finds it complete and needs no
-	 * fence. A writer whose requests the peer answers (the answer
-	 * returns credits) is never held, and its requests do not ask. A
-	 * full buffer does not ask (the open slot is empty when it goes): a
-	 * small write after it asks for a fence if it is held.
+	 * complete nor acknowledged (hps_tx_nagle_holds()). If a small write
+	 * came after DATA posted since the peer's last acknowledgment, or
+	 * did in the period before (the writer sends small writes faster
+	 * than the peer answers, or two before each answer: hps_tx_commit()),
+	 * the last piece of a short buffer asks for its completion, which
+	 * comes once it is delivered (iWARP: once it left), so that the
+	 * write after it finds it complete and needs no fence. A writer each
+	 * of whose requests the peer answers with credits is not held, and
+	 * its requests do not ask. A full buffer does not ask (the open slot
+	 * is empty when it goes): a small write after it asks for a fence if
+	 * it is held.
 	 */
 	ask = b->sent + n == b->len && b->len < hps_tx_cap(b) &&
-	      hs->tx_nagle_held &&
+	      (hs->tx_nagle_met || hs->tx_nagle_met_before) &&
 	      !test_bit(HPS_F_NODELAY, &hs->flags) &&
 	      !test_bit(HPS_F_CORK, &hs->flags);
 	err = hps_wr_post_data(hs, b, n, more, ask);
 	if (err)
 		return err;
 	hs->tx_data_stamp = jiffies;
-	if (b->sent == b->len) {
+	if (b->sent == b->len)
 		hs->tx_posted++;
-		hs->tx_nagle_held = false;
-	}
 	return 0;
-}
-
-/**
- * hps_tx_unacked() - is DATA in flight that the peer has not acknowledged?
- * @hs: the connection
- *
- * TCP's Nagle's rule holds a small write while sent data is not
- * acknowledged, and the answer to a request acknowledges it. Here a DATA
- * message is acknowledged by its completion, or by a message from the
- * peer that returns credits: the peer took a message of ours to return
- * them, and every DATA message posted before that one arrived is taken as
- * acknowledged (hps_tx_acked()). That may be early (credits of a control
- * message, or of a window that grew): a small write then goes sooner, and
- * nothing else depends on it; the completions still free the buffers.
- *
- * Context: hs->lock held.
- * Return: true if Nagle's rule holds a small write.
- */
-static bool hps_tx_unacked(struct hps_sock *hs)
-{
-	lockdep_assert_held(&hs->lock);
-	return hs->tx_wr_out && hs->tx_ack_mark != hs->tx_wr_head;
 }
 
 /**
@@ -482,14 +490,20 @@ static bool hps_tx_unacked(struct hps_sock *hs)
  * @hs: the connection
  *
  * Nagle's rule takes the DATA posted so far as acknowledged
- * (hps_tx_unacked()); the caller pushes what it held.
+ * (hps_tx_unacked()); the caller pushes what it held. If DATA was posted
+ * since the last one, a new period begins for hps_tx_post_next()'s
+ * choice to ask (a CREDIT and an answer in a row are one).
  *
  * Context: hs->lock held.
  */
 void hps_tx_acked(struct hps_sock *hs)
 {
 	lockdep_assert_held(&hs->lock);
+	if (hs->tx_ack_mark == hs->tx_wr_head)
+		return;
 	hs->tx_ack_mark = hs->tx_wr_head;
+	hs->tx_nagle_met_before = hs->tx_nagle_met;
+	hs->tx_nagle_met = false;
 }
 
 /* An open slot holds a tail that waits to be posted. hs->lock held. */
@@ -537,7 +551,6 @@ static void hps_tx_cover_soon(struct hps_sock *hs)
 static void __hps_tx_push(struct hps_sock *hs, bool hold)
 {
 	struct hps_buf *b;
-	bool nagle;
 	u32 len;
 
 	lockdep_assert_held(&hs->lock);
@@ -560,17 +573,14 @@ static void __hps_tx_push(struct hps_sock *hs, bool hold)
 		    !hps_can_post(hs, 2) || hs->tx_wr_out >= hs->ntx)
 			break;
 		b = &hs->tx[hs->tx_fill % hs->ntx];
-		nagle = !test_bit(HPS_F_NODELAY, &hs->flags) &&
-			hps_tx_unacked(hs);
 		if (len < hps_tx_cap(b) &&
 		    !test_bit(HPS_F_FIN_PENDING, &hs->flags) &&
-		    (hold || test_bit(HPS_F_CORK, &hs->flags) || nagle)) {
+		    (hold || test_bit(HPS_F_CORK, &hs->flags) ||
+		     hps_tx_nagle_holds(hs))) {
 			/*
 			 * Nagle's rule: until what is in flight completes or
 			 * the peer acknowledges it
 			 */
-			if (nagle)
-				hs->tx_nagle_held = true;
 			if (test_bit(HPS_F_CORK, &hs->flags))
 				break;
 			if (!hold)
@@ -1116,6 +1126,9 @@ static void hps_tx_commit(struct hps_sock *hs, struct hps_buf *b, u32 n,
 	hs->tx_bytes += n;
 	if (b->len >= hps_tx_cap(b))
 		hs->tx_fill++;
+	else if (!test_bit(HPS_F_NODELAY, &hs->flags) &&
+		 hs->tx_ack_mark != hs->tx_wr_head)
+		hs->tx_nagle_met = true;	/* see hps_tx_post_next() */
 	__hps_tx_push(hs, more);
 }
 
@@ -1251,15 +1264,15 @@ void hps_tx_cover_arm(struct hps_sock *hs)
  *
  * DATA messages are sent without asking for their completion, but for
  * one in every @ntx / 2, the one that takes the last send buffer, each
- * with TCP_USER_TIMEOUT set and the last piece of a short buffer under
- * Nagle's rule (hps_wr_post_data()); a later completion stands for them
- * (hps_tx_retire()). Someone who waits for one of them to complete (a
- * writer or poll() for room, Nagle's rule, a zero-copy send for an idle
- * send queue, SIOCOUTQ, TCP_USER_TIMEOUT, the cover timer) calls
- * this: unless a completion is already coming for all of them, a fence
- * is posted, a zero-length RDMA WRITE that asks for its completion
- * (hps_tx_fence_done()). One fence at a time; one asked for while it is
- * in flight follows it.
+ * with TCP_USER_TIMEOUT set and the last piece of a short buffer once
+ * Nagle's rule has held writes (hps_tx_post_next(), hps_wr_post_data());
+ * a later completion stands for them (hps_tx_retire()). Someone who
+ * waits for one of them to complete (a writer or poll() for room, Nagle's
+ * rule, a zero-copy send for an idle send queue, SIOCOUTQ,
+ * TCP_USER_TIMEOUT, the cover timer) calls this: unless a completion is
+ * already coming for all of them, a fence is posted, a zero-length RDMA
+ * WRITE that asks for its completion (hps_tx_fence_done()). One fence at
+ * a time; one asked for while it is in flight follows it.
  *
  * Context: hs->lock held.
  */

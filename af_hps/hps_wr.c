@@ -282,7 +282,8 @@ void hps_wr_free_bufs(struct hps_sock *hs)
 	hs->tx_wr_out = 0;
 	hs->tx_wr_sig = 0;
 	hs->tx_ack_mark = 0;
-	hs->tx_nagle_held = false;
+	hs->tx_nagle_met = false;
+	hs->tx_nagle_met_before = false;
 	hs->fence_out = false;
 	hs->cover_wanted = false;
 	hs->cover_soon = false;
