@@ -527,7 +527,11 @@ static bool hps_tx_tail_held(struct hps_sock *hs)
  * or a received message's push, may take the tail sooner): the timer
  * posts it within HPS_TX_COVER_DELAY, as TCP's probe timer sends a
  * corked tail after a retransmission timeout. The timer may run sooner,
- * armed earlier for the cover; the delays are upper bounds.
+ * armed earlier for the cover; the delays are upper bounds. If Nagle's
+ * rule holds the tail as well, the timer would only find it held: the
+ * completion it waits for is asked for now (a fence, unless one is
+ * coming), and pushes the tail, as that of a message that asked did; a
+ * write meanwhile joins it.
  * Context: hs->lock held.
  */
 static void hps_tx_cover_soon(struct hps_sock *hs)
@@ -537,6 +541,10 @@ static void hps_tx_cover_soon(struct hps_sock *hs)
 	lockdep_assert_held(&hs->lock);
 	if (!test_bit(HPS_F_CONN_UP, &hs->flags))
 		return;
+	if (hps_tx_nagle_holds(hs)) {
+		hps_tx_cover(hs);
+		return;
+	}
 	if (hs->tx_wr_sig != hs->tx_wr_head)
 		due = jiffies + HPS_TX_MORE_DELAY + 1;
 	else if (!hs->tx_wr_out)

@@ -841,8 +841,9 @@ static void *nagle_client(void *arg)
  * of either client, and each request comes back exactly once. (An AF_HPS
  * guarantee here, not TCP's: a 64-byte send never splits, as at most two
  * wait in a send buffer of 4 KiB or more, so a reader always finds whole
- * requests and copies one without sleeping.) At least half of
- * the 1,200 messages went without asking for their completion.
+ * requests and copies one without sleeping.) Some of the 1,200 messages
+ * went without asking for their completion (every one asked before; both
+ * threads writing before an answer makes them ask, so not most).
  */
 TEST_F(conn, nagle_shared_request_answer)
 {
@@ -877,7 +878,7 @@ TEST_F(conn, nagle_shared_request_answer)
 	EXPECT_EQ(0, ns.short_io);
 	EXPECT_EQ(0, ns.bad);
 	EXPECT_EQ(0, missing);
-	EXPECT_GE(u1 - u0, 2 * ns.rounds);
+	EXPECT_GE(u1 - u0, ns.rounds / 4);
 }
 
 /* Seconds since @t0 (CLOCK_MONOTONIC). */
@@ -943,6 +944,48 @@ TEST_F(conn, more_tail_goes_soon)
 }
 
 /*
+ * The same without TCP_NODELAY, after the peer's answer acknowledged what
+ * was sent: a 64-byte message goes at once without asking for its
+ * completion, and Nagle's rule holds the MSG_MORE tail behind it too,
+ * until a completion it asks for at once (af_hps.rst, "Send
+ * completions"). Ten rounds by content, each tail within 100 ms; the
+ * median is logged (a round trip, not the 4 ms of the MSG_MORE timer).
+ */
+TEST_F(conn, more_tail_under_nagle_goes_soon)
+{
+	char a[64], b[10], got[64], ans;
+	double t[10], s;
+	struct timespec t0;
+	int k, i, j;
+
+	for (k = 0; k < 10; k++) {
+		memset(a, 'a' + k, sizeof(a));
+		memset(b, 'A' + k, sizeof(b));
+		ASSERT_EQ(sizeof(a), send(self->cfd, a, sizeof(a), 0));
+		ASSERT_EQ(sizeof(a), hps_read_all(self->afd, got, sizeof(a)));
+		ASSERT_EQ(0, memcmp(got, a, sizeof(a)));
+		ASSERT_EQ(1, send(self->afd, "k", 1, 0));	/* acknowledges */
+		ASSERT_EQ(1, recv(self->cfd, &ans, 1, MSG_WAITALL));
+		ASSERT_EQ(sizeof(a), send(self->cfd, a, sizeof(a), 0));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ASSERT_EQ(sizeof(b), send(self->cfd, b, sizeof(b), MSG_MORE));
+		ASSERT_EQ(sizeof(a), hps_read_all(self->afd, got, sizeof(a)));
+		ASSERT_EQ(0, memcmp(got, a, sizeof(a)));
+		ASSERT_EQ(sizeof(b), hps_read_all(self->afd, got, sizeof(b)));
+		t[k] = secs_since(&t0);
+		ASSERT_EQ(0, memcmp(got, b, sizeof(b)));
+	}
+	for (i = 1; i < 10; i++)	/* sort */
+		for (j = i; j > 0 && t[j - 1] > t[j]; j--) {
+			s = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = s;
+		}
+	TH_LOG("tail median %.2f ms, slowest %.2f ms", t[5] * 1e3, t[9] * 1e3);
+	EXPECT_LT(t[9], 0.1);
+}
+
+/*
  * A tail that MSG_MORE held back with nothing in flight (SIOCOUTQ found
  * everything complete): no completion is coming to take it out, and it
  * goes after about 200 ms, as TCP's probe timer sends a corked tail,
@@ -978,8 +1021,9 @@ TEST_F(conn, more_tail_alone_goes)
  * asked for then (hps_tx_cover()): two small writes in a row, then the
  * answer, 50 times by content, each round well within a second. Once it
  * has held a write, the first write of each round asks for its own
- * completion, so that the second needs no fence: a few in all, not one a
- * round.
+ * completion, so that the second needs no fence: one in a round now and
+ * then (a CREDIT of the peer's between the two writes begins a period
+ * without, 1 to 6 in 50 rounds here), not one a round.
  */
 TEST_F(conn, nagle_write_write_read)
 {
@@ -1009,7 +1053,7 @@ TEST_F(conn, nagle_write_write_read)
 	TH_LOG("slowest round %.1f ms, %ld fences", worst * 1e3,
 	       hps_stat("tx_fences") - f0);
 	EXPECT_LT(worst, 1.0);
-	EXPECT_LE(hps_stat("tx_fences") - f0, 5);
+	EXPECT_LE(hps_stat("tx_fences") - f0, 15);
 }
 
 TEST_F(conn, small_writes_combined)
