@@ -57,10 +57,30 @@ ln -sfn "$build" "$tree/build"
 ksft=$build/debug-kernel/ksft
 mkdir -p "$ksft"
 cp "$build/linux-source/tools/testing/selftests/kselftest.h" "$ksft/"
-sed 's/alarm(t->timeout);/alarm(t->timeout * 10);/' \
+# When a test's timeout fires, the copy first prints the kernel stack,
+# wait channel and system call of every thread of the test's process
+# group (its child runs in one of its own), so that a hang says where it
+# waits (reliability.rst, *Debug kernel*).
+sed -e 's/alarm(t->timeout);/alarm(t->timeout * 10);/' \
+    -e 's|^\(\t*\)t->timed_out = true;|&\n\1hps_dump_stacks(t->pid);|' \
+    -e '/^static void __timeout_handler(/i\
+static void hps_dump_stacks(pid_t pgrp)\
+{\
+	char cmd[600];\
+\
+	snprintf(cmd, sizeof(cmd), "for p in /proc/[0-9]*; do "\
+		 "[ \\"$(cut -d\\" \\" -f5 $p/stat 2>/dev/null)\\" = %d ] || continue; "\
+		 "for t in $p/task/*; do echo \\"# timeout: $t ($(cat $p/comm)) "\
+		 "wchan $(cat $t/wchan) syscall $(cat $t/syscall)\\"; "\
+		 "sed \\"s/^/#   /\\" $t/stack; done; done >&2", (int)pgrp);\
+	if (system(cmd))\
+		fprintf(stderr, "# timeout: no stacks\\n");\
+}\
+' \
 	"$build/linux-source/tools/testing/selftests/kselftest_harness.h" \
 	>"$ksft/kselftest_harness.h"
-grep -q 'alarm(t->timeout \* 10)' "$ksft/kselftest_harness.h" || {
+grep -q 'alarm(t->timeout \* 10)' "$ksft/kselftest_harness.h" &&
+grep -q 'hps_dump_stacks(t->pid);' "$ksft/kselftest_harness.h" || {
 	say "cannot scale the harness's timeouts"
 	exit 1
 }
