@@ -81,7 +81,7 @@ static void hps_dump_stacks(pid_t pgrp)\
 	>"$ksft/kselftest_harness.h"
 grep -q 'alarm(t->timeout \* 10)' "$ksft/kselftest_harness.h" &&
 grep -q 'hps_dump_stacks(t->pid);' "$ksft/kselftest_harness.h" || {
-	say "cannot scale the harness's timeouts"
+	say "cannot adapt the harness (its timeouts, its stacks on timeout)"
 	exit 1
 }
 for f in "$tree"/selftests/hps_* "$tree"/selftests/final_* \
