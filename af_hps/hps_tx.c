@@ -316,6 +316,16 @@ static u32 hps_tx_open_len(struct hps_sock *hs)
 	return hs->tx[hs->tx_fill % hs->ntx].len;
 }
 
+/*
+ * Was DATA posted since the peer's last acknowledgment (hps_tx_acked())?
+ * Context: hs->lock held.
+ */
+static bool hps_tx_posted_since_ack(struct hps_sock *hs)
+{
+	lockdep_assert_held(&hs->lock);
+	return hs->tx_ack_mark != hs->tx_wr_head;
+}
+
 /**
  * hps_tx_unacked() - is DATA in flight that the peer has not acknowledged?
  * @hs: the connection
@@ -335,7 +345,7 @@ static u32 hps_tx_open_len(struct hps_sock *hs)
 static bool hps_tx_unacked(struct hps_sock *hs)
 {
 	lockdep_assert_held(&hs->lock);
-	return hs->tx_wr_out && hs->tx_ack_mark != hs->tx_wr_head;
+	return hs->tx_wr_out && hps_tx_posted_since_ack(hs);
 }
 
 /* Nagle's rule holds a short open slot now. Context: hs->lock held. */
@@ -499,7 +509,7 @@ static int hps_tx_post_next(struct hps_sock *hs)
 void hps_tx_acked(struct hps_sock *hs)
 {
 	lockdep_assert_held(&hs->lock);
-	if (hs->tx_ack_mark == hs->tx_wr_head)
+	if (!hps_tx_posted_since_ack(hs))
 		return;
 	hs->tx_ack_mark = hs->tx_wr_head;
 	hs->tx_nagle_met_before = hs->tx_nagle_met;
@@ -1135,7 +1145,7 @@ static void hps_tx_commit(struct hps_sock *hs, struct hps_buf *b, u32 n,
 	if (b->len >= hps_tx_cap(b))
 		hs->tx_fill++;
 	else if (!test_bit(HPS_F_NODELAY, &hs->flags) &&
-		 hs->tx_ack_mark != hs->tx_wr_head)
+		 hps_tx_posted_since_ack(hs))
 		hs->tx_nagle_met = true;	/* see hps_tx_post_next() */
 	__hps_tx_push(hs, more);
 }
