@@ -112,11 +112,34 @@ static void peer_close(struct peer *p)
 	p->id = NULL;
 }
 
+/*
+ * Wait up to 10 s for the completion of the send just posted, polling:
+ * a peer the kernel has just aborted may never see its send complete
+ * (its QP is not moved to error), and rdma_get_send_comp() would wait
+ * for ever in the completion channel.
+ */
+static int peer_send_done(struct peer *p)
+{
+	double end = hps_now() + 10.0;
+	struct ibv_wc wc;
+	int n;
+
+	do {
+		n = ibv_poll_cq(p->id->send_cq, 1, &wc);
+		if (n < 0)
+			return -1;
+		if (n == 1)
+			return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+		usleep(1000);
+	} while (hps_now() < end);
+	errno = ETIMEDOUT;
+	return -1;
+}
+
 static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
 		     uint16_t credits, uint32_t len, size_t bytes)
 {
 	struct hdr *h = (struct hdr *)p->buf;
-	struct ibv_wc wc;
 
 	h->version = ver;
 	h->type = type;
@@ -127,7 +150,7 @@ static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
 		p->kcredits--;	/* RESERVE (0x40) goes into the kernel's reserve */
 	if (rdma_post_send(p->id, NULL, p->buf, bytes, p->mr, IBV_SEND_SIGNALED))
 		return -1;
-	return rdma_get_send_comp(p->id, &wc) == 1 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
+	return peer_send_done(p);
 }
 
 /*
@@ -137,7 +160,6 @@ static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
 static int peer_send_bytes(struct peer *p, const void *data, uint32_t len)
 {
 	struct hdr *h = (struct hdr *)p->buf;
-	struct ibv_wc wc;
 
 	h->version = PV;
 	h->type = 1;
@@ -149,7 +171,7 @@ static int peer_send_bytes(struct peer *p, const void *data, uint32_t len)
 	if (rdma_post_send(p->id, NULL, p->buf, sizeof(*h) + len, p->mr,
 			   IBV_SEND_SIGNALED))
 		return -1;
-	return rdma_get_send_comp(p->id, &wc) == 1 && wc.status == IBV_WC_SUCCESS ? 0 : -1;
+	return peer_send_done(p);
 }
 
 /* Wait up to @ms for the next message from the kernel; copy its header. */
