@@ -358,10 +358,14 @@ TEST_F(hostile, message)
 {
 	char b[200];
 	ssize_t r;
+	int sent;
 
 	ASSERT_EQ(0, peer_up(_metadata, &self->c.p, &self->c.l, &self->c.a));
-	ASSERT_EQ(0, peer_send(&self->c.p, variant->ver, variant->type,
-			       variant->credits, variant->len, variant->bytes));
+	sent = peer_send(&self->c.p, variant->ver, variant->type,
+			 variant->credits, variant->len, variant->bytes);
+	/* a bad message's send may not complete: the kernel aborts */
+	if (variant->ok)
+		ASSERT_EQ(0, sent);
 	r = recv(self->c.a, b, sizeof(b), 0);
 	if (variant->ok) {
 		EXPECT_EQ(100, r);
