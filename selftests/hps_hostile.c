@@ -113,27 +113,38 @@ static void peer_close(struct peer *p)
 }
 
 /*
- * Wait up to 10 s for the completion of the send just posted, polling:
- * a peer the kernel has just aborted may never see its send complete
- * (its QP is not moved to error), and rdma_get_send_comp() would wait
- * for ever in the completion channel.
+ * Poll @cq for one completion for up to @ms, a millisecond apart.
+ * Return: 1 with *@wc filled, 0 at the deadline (errno ETIMEDOUT), -1 on
+ * error.
  */
-static int peer_send_done(struct peer *p)
+static int peer_poll(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 {
-	double end = hps_now() + 10.0;
-	struct ibv_wc wc;
+	double end = hps_now() + ms / 1000.0;
 	int n;
 
 	do {
-		n = ibv_poll_cq(p->id->send_cq, 1, &wc);
-		if (n < 0)
-			return -1;
-		if (n == 1)
-			return wc.status == IBV_WC_SUCCESS ? 0 : -1;
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n < 0 ? -1 : 1;
 		usleep(1000);
 	} while (hps_now() < end);
 	errno = ETIMEDOUT;
-	return -1;
+	return 0;
+}
+
+/*
+ * Wait up to 10 s for the completion of the send just posted: a peer the
+ * kernel has just aborted may never see its send complete (its QP is not
+ * moved to error), and rdma_get_send_comp() would wait for ever in the
+ * completion channel.
+ */
+static int peer_send_done(struct peer *p)
+{
+	struct ibv_wc wc;
+
+	if (peer_poll(p->id->send_cq, &wc, 10000) != 1)
+		return -1;
+	return wc.status == IBV_WC_SUCCESS ? 0 : -1;
 }
 
 static int peer_send(struct peer *p, uint8_t ver, uint8_t type,
@@ -177,35 +188,24 @@ static int peer_send_bytes(struct peer *p, const void *data, uint32_t len)
 /* Wait up to @ms for the next message from the kernel; copy its header. */
 static int peer_recv(struct peer *p, struct hdr *out, int ms)
 {
-	double end = hps_now() + ms / 1000.0;
 	struct ibv_wc wc;
-	int n;
 
-	do {
-		n = ibv_poll_cq(p->id->recv_cq, 1, &wc);
-		if (n < 0)
-			return -1;
-		if (n == 1) {
-			if (wc.status != IBV_WC_SUCCESS ||
-			    wc.byte_len < sizeof(*out))
-				return -1;
-			memcpy(out, (void *)(uintptr_t)wc.wr_id, sizeof(*out));
-			memcpy(p->body, (char *)(uintptr_t)wc.wr_id +
-			       sizeof(*out), sizeof(p->body));
-			/* credits of the kernel's buffers (a reserve is not one) */
-			p->kcredits += CR_N(be16toh(out->credits));
-			/* Give the buffer back; returned by peer_credit(). */
-			if (rdma_post_recv(p->id, (void *)(uintptr_t)wc.wr_id,
-					   (void *)(uintptr_t)wc.wr_id,
-					   sizeof(p->rbuf[0]), p->rmr))
-				return -1;
-			p->reposted++;
-			return 0;
-		}
-		usleep(1000);
-	} while (hps_now() < end);
-	errno = ETIMEDOUT;
-	return -1;
+	if (peer_poll(p->id->recv_cq, &wc, ms) != 1)
+		return -1;
+	if (wc.status != IBV_WC_SUCCESS || wc.byte_len < sizeof(*out))
+		return -1;
+	memcpy(out, (void *)(uintptr_t)wc.wr_id, sizeof(*out));
+	memcpy(p->body, (char *)(uintptr_t)wc.wr_id + sizeof(*out),
+	       sizeof(p->body));
+	/* credits of the kernel's buffers (a reserve is not one) */
+	p->kcredits += CR_N(be16toh(out->credits));
+	/* Give the buffer back; returned by peer_credit(). */
+	if (rdma_post_recv(p->id, (void *)(uintptr_t)wc.wr_id,
+			   (void *)(uintptr_t)wc.wr_id, sizeof(p->rbuf[0]),
+			   p->rmr))
+		return -1;
+	p->reposted++;
+	return 0;
 }
 
 /* Return the credits of the buffers peer_recv() reposted. */
