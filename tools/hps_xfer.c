@@ -12,7 +12,8 @@
  * client exits 1 if the checksums differ. With --echo the server sends
  * everything back and the client checks the returned stream as well: its
  * checksum and length must equal what was sent (exit 1 if not).
- * The server serves --count connections (default 1; 0: for ever).
+ * The server serves --count connections (default 1; 0: for ever, going on
+ * after a connection that fails).
  * --rate paces the client: it sends no faster than that on average (1 MiB
  * at a time), so BYTES / BYTES_PER_S is the least a transfer lasts however
  * fast the path is (a test that must have something happen inside a
@@ -359,7 +360,8 @@ int main(int argc, char **argv)
 			perror("accept");
 			return 2;
 		}
-		if (serve_one(c, echo))
+		/* one that serves for ever outlives a client gone wrong */
+		if (serve_one(c, echo) && count)
 			return 1;
 		close(c);
 	}
