@@ -33,6 +33,11 @@ static void hps_keepalive(struct sock *sk, int valbool)
 	struct hps_sock *hs = hps_sk(sk);
 
 	sock_owned_by_me(sk);
+	if (hps_fb(hs)) {	/* TCP's keepalive; lock order: ours, TCP's */
+		sock_setsockopt(hps_fb(hs), SOL_SOCKET, SO_KEEPALIVE,
+				KERNEL_SOCKPTR(&valbool), sizeof(valbool));
+		return;
+	}
 	spin_lock_bh(&hs->lock);
 	WRITE_ONCE(hs->ka_user, true);
 	WRITE_ONCE(hs->ka_on, !!valbool);
@@ -53,10 +58,13 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb = hps_fb(hs);
 	__poll_t mask = 0;
 	u8 shutdown;
 	int state;
 
+	if (fb)
+		return hps_fb_poll(file, sock, fb, wait);
 	sock_poll_wait(file, sock, wait);
 	/*
 	 * poll() and select() with net.core.busy_poll set ask for busy
@@ -78,6 +86,16 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 	}
 
 	shutdown = READ_ONCE(sk->sk_shutdown);
+	if (state == TCP_CLOSE || shutdown == SHUTDOWN_MASK) {
+		/*
+		 * A connect() that fell back tears the RDMA side down: TCP
+		 * answers. Paired with smp_wmb() in hps_fb_start().
+		 */
+		smp_rmb();
+		fb = hps_fb(hs);
+		if (fb)
+			return hps_fb_mask(file, sock, fb);
+	}
 	if (test_bit(HPS_F_FIN_RCVD, &hs->flags))
 		shutdown |= RCV_SHUTDOWN;
 	if (READ_ONCE(sk->sk_err))
@@ -110,8 +128,11 @@ static int hps_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg)
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb = hps_fb(hs);
 	int val;
 
+	if (fb)
+		return fb->ops->ioctl(fb, cmd, arg);
 	switch (cmd) {
 	case SIOCINQ:
 		if (READ_ONCE(sk->sk_state) == TCP_LISTEN)
@@ -191,6 +212,11 @@ static int hps_set_ka_opt(struct hps_sock *hs, int optname,
 	}
 
 	lock_sock(sk);
+	if (hs->fb) {	/* fell back meanwhile: TCP's own option */
+		release_sock(sk);
+		return hps_fb_setsockopt(hps_fb(hs), SOL_TCP, optname, optval,
+					 optlen);
+	}
 	spin_lock_bh(&hs->lock);
 	switch (optname) {
 	case TCP_KEEPIDLE:
@@ -234,8 +260,25 @@ static int hps_setsockopt(struct socket *sock, int level, int optname,
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	int bit = hps_opt_bit(level, optname);
+	struct socket *fb = hps_fb(hs);
 	int val;
 
+	if (level == SOL_HPS && optname == HPS_TCP_FALLBACK) {
+		if (optlen < sizeof(int))
+			return -EINVAL;
+		if (copy_from_sockptr(&val, optval, sizeof(val)))
+			return -EFAULT;
+		lock_sock(sk);
+		hs->fb_on = !!val;
+		release_sock(sk);
+		return 0;
+	}
+	if (fb && level != SOL_HPS)
+		return hps_fb_setsockopt(fb, level, optname, optval, optlen);
+	if (fb && bit >= 0)	/* HPS_NODELAY, HPS_CORK: TCP's own */
+		return hps_fb_setsockopt(fb, SOL_TCP,
+					 bit == HPS_F_NODELAY ? TCP_NODELAY :
+					 TCP_CORK, optval, optlen);
 	if (level == SOL_HPS && optname == HPS_ZCOPY_THRESH) {
 		if (optlen < sizeof(int))
 			return -EINVAL;
@@ -264,6 +307,12 @@ static int hps_setsockopt(struct socket *sock, int level, int optname,
 		return -EFAULT;
 
 	lock_sock(sk);
+	if (hs->fb) {	/* fell back meanwhile: TCP's own option */
+		release_sock(sk);
+		return hps_fb_setsockopt(hps_fb(hs), SOL_TCP,
+					 bit == HPS_F_NODELAY ? TCP_NODELAY :
+					 TCP_CORK, optval, optlen);
+	}
 	spin_lock_bh(&hs->lock);
 	if (val)
 		set_bit(bit, &hs->flags);
@@ -296,21 +345,44 @@ static void hps_get_info(struct hps_sock *hs, struct hps_info *info)
 	spin_unlock_bh(&hs->lock);
 }
 
+/* HPS_INFO of a socket that fell back: the TCP connection's. */
+static void hps_get_fb_info(struct hps_sock *hs, struct socket *fb,
+			    struct hps_info *info)
+{
+	struct sock *fsk = fb->sk;
+	struct tcp_sock *tp = tcp_sk(fsk);
+
+	memset(info, 0, sizeof(*info));
+	info->hpsi_state = READ_ONCE(fsk->sk_state);
+	info->hpsi_transport = HPS_TRANSPORT_TCP;
+	info->hpsi_fallback = READ_ONCE(hs->fb_reason);
+	lock_sock(fsk);
+	info->hpsi_tx_bytes = tp->bytes_acked;
+	info->hpsi_rx_bytes = tp->bytes_received;
+	release_sock(fsk);
+}
+
 /* proto_ops.getsockopt for SOL_HPS and SOL_TCP. Context: process. */
 static int hps_getsockopt(struct socket *sock, int level, int optname,
 			  char __user *optval, int __user *optlen)
 {
 	struct hps_sock *hs = hps_sk(sock->sk);
+	struct socket *fb = hps_fb(hs);
 	struct hps_info info;
 	int len, val, bit;
 
+	if (fb && level != SOL_HPS)
+		return fb->ops->getsockopt(fb, level, optname, optval, optlen);
 	if (get_user(len, optlen))
 		return -EFAULT;
 	if (len < 0)
 		return -EINVAL;
 
 	if (level == SOL_HPS && optname == HPS_INFO) {
-		hps_get_info(hs, &info);
+		if (fb)
+			hps_get_fb_info(hs, fb, &info);
+		else
+			hps_get_info(hs, &info);
 		len = min_t(int, len, sizeof(info));
 		if (put_user(len, optlen) || copy_to_user(optval, &info, len))
 			return -EFAULT;
@@ -318,11 +390,14 @@ static int hps_getsockopt(struct socket *sock, int level, int optname,
 	}
 	bit = hps_opt_bit(level, optname);
 	if (bit < 0 && !(level == SOL_HPS && optname == HPS_ZCOPY_THRESH) &&
+	    !(level == SOL_HPS && optname == HPS_TCP_FALLBACK) &&
 	    !(level == SOL_TCP && hps_ka_opt(optname)))
 		return -ENOPROTOOPT;
 	if (len < sizeof(int))
 		return -EINVAL;
-	if (level == SOL_TCP && hps_ka_opt(optname))
+	if (level == SOL_HPS && optname == HPS_TCP_FALLBACK)
+		val = READ_ONCE(hs->fb_on);
+	else if (level == SOL_TCP && hps_ka_opt(optname))
 		val = hps_get_ka_opt(hs, optname);
 	else if (bit < 0)
 		val = READ_ONCE(hs->zc_thresh);

@@ -504,6 +504,18 @@ enum {
  *	       hps_wr_free_bufs() or, at destruction, __hps_wr_free_bufs()
  * @memcg: the memory cgroup the socket's buffers are charged to: its
  *	   creator's, an accepted socket's listener's (a reference)
+ * @fb: the kernel TCP socket a connect() fell back to (hps_fallback.c), or
+ *	NULL. Set once, under the socket lock, with smp_store_release() after
+ *	the socket is set up; read with hps_fb(). hps_release() clears it
+ *	under the socket lock and closes it after: a reader holding the
+ *	socket lock (sock_diag) may use it, lockless ones only while the
+ *	file is open.
+ * @fb_spare: the TCP socket connect() made for a fallback (hps_fb_prepare()),
+ *	      not connected; it becomes @fb, or goes when the connection is
+ *	      up over RDMA or the socket is closed (socket lock)
+ * @fb_error_report: @fb's own sk_error_report, put back at release
+ * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
+ * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
  * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
  *		(hps_rx_idle()); runs while the window is larger than the
  *		smallest or send buffers are allocated, and holds a socket
@@ -691,6 +703,11 @@ struct hps_sock {
 	unsigned long		rx_stamp;
 	unsigned long		mem_pages;
 	struct mem_cgroup	*memcg;
+	struct socket		*fb;
+	struct socket		*fb_spare;
+	void			(*fb_error_report)(struct sock *sk);
+	bool			fb_on;
+	u8			fb_reason;
 	struct timer_list	idle_timer;
 
 	spinlock_t		lock;		/* see @lock above */
@@ -1189,6 +1206,7 @@ struct hps_net {
 	unsigned int		zcopy_cache_kmap;
 	unsigned int		keepalive_ms;
 	unsigned int		keepalive_probes;
+	unsigned int		tcp_fallback;
 	struct hps_reg_cache	reg;
 	struct hps_stats __percpu *stats;
 	unsigned long		mem[HPS_MEM_NR];
@@ -1218,6 +1236,46 @@ bool hps_mem_pressure(struct hps_net *hn);
 void hps_mem_recheck(struct hps_net *hn);
 void hps_mem_net_init(struct hps_net *hn, const unsigned long *from);
 void hps_mem_net_exit(struct hps_net *hn);
+
+/* hps_fallback.c */
+
+/* net.hps.tcp_fallback */
+enum {
+	HPS_FB_SYSCTL_NEVER,	/* no socket falls back */
+	HPS_FB_SYSCTL_ASKED,	/* sockets that set HPS_TCP_FALLBACK */
+	HPS_FB_SYSCTL_DEFAULT,	/* ... and it is on by default */
+};
+
+/*
+ * The TCP socket the connection fell back to, or NULL. Context: any; it
+ * does not change once set.
+ */
+static inline struct socket *hps_fb(const struct hps_sock *hs)
+{
+	/* Paired with smp_store_release() in hps_fb_start(). */
+	return smp_load_acquire(&hs->fb);
+}
+
+/*
+ * What a blocked sendmsg() or recvmsg() that has moved nothing yet gets
+ * from its wait when connect() fell back meanwhile: it goes on over TCP.
+ */
+#define HPS_FELL_BACK	1
+
+bool hps_fb_try(struct hps_sock *hs, int reason);
+int hps_fb_reason(int event, int status);
+void hps_fb_prepare(struct hps_sock *hs);
+void hps_fb_drop_spare(struct hps_sock *hs);
+void hps_fb_close(struct hps_sock *hs, struct socket *fb);
+__poll_t hps_fb_mask(struct file *file, struct socket *sock,
+		     struct socket *fb);
+int hps_fb_connect(struct hps_sock *hs, struct socket *fb,
+		   struct sockaddr *addr, int len, int flags);
+__poll_t hps_fb_poll(struct file *file, struct socket *sock,
+		     struct socket *fb, poll_table *wait);
+int hps_fb_setsockopt(struct socket *fb, int level, int optname,
+		      sockptr_t optval, unsigned int optlen);
+void hps_fb_sync(struct hps_sock *hs, struct socket *fb);
 
 /* hps_diag.c */
 int hps_diag_register(void);
@@ -1262,6 +1320,13 @@ enum hps_stat {
 	HPS_STAT_BUSY_POLL_CQES,
 	HPS_STAT_TX_UNSIGNALED,
 	HPS_STAT_TX_FENCES,
+	HPS_STAT_FB_NO_DEVICE,	/* one per HPS_FB_*, in its order */
+	HPS_STAT_FB_REFUSED,
+	HPS_STAT_FB_REJECTED,
+	HPS_STAT_FB_UNREACHABLE,
+	HPS_STAT_FB_PEER_ERROR,
+	HPS_STAT_FB_RESOURCE,
+	HPS_STAT_FB_ERRORS,	/* a fallback wanted, but TCP failed to start */
 	HPS_STAT_MAX,
 };
 

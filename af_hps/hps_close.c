@@ -326,8 +326,11 @@ int hps_shutdown(struct socket *sock, int how)
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb = hps_fb(hs);
 	int err = 0;
 
+	if (fb)
+		return fb->ops->shutdown(fb, how);
 	if (how < SHUT_RD || how > SHUT_RDWR)
 		return -EINVAL;
 	how++;	/* SHUT_* to RCV_SHUTDOWN/SEND_SHUTDOWN bits */
@@ -394,6 +397,7 @@ static void hps_close_listener(struct sock *sk)
  */
 int hps_release(struct socket *sock)
 {
+	struct socket *fb, *spare;
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs;
 	bool abort;
@@ -444,7 +448,18 @@ int hps_release(struct socket *sock)
 	else if (hs->cm_id && !test_bit(HPS_F_ABORTED, &hs->flags))
 		sk_reset_timer(sk, &sk->sk_timer, jiffies + HPS_FIN_TIMEOUT);
 	sock->sk = NULL;
+	/*
+	 * SOCK_DEAD: no fallback starts now (hps_fb_try()). Taken off under
+	 * the lock, closed after it (SO_LINGER may wait).
+	 */
+	fb = hs->fb;
+	WRITE_ONCE(hs->fb, NULL);
+	spare = hs->fb_spare;
+	hs->fb_spare = NULL;
 	release_sock(sk);
+	hps_fb_close(hs, fb);
+	if (spare)
+		sock_release(spare);
 	sock_put(sk);	/* the socket's own reference (sk_alloc) */
 	return 0;
 }

@@ -425,18 +425,22 @@ int hps_bind(struct socket *sock, struct sockaddr *addr, int len)
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb;
 	struct sockaddr_storage ss;
 	bool created = false;
 	int err;
 
+	fb = hps_fb(hs);
+	if (fb)
+		return fb->ops->bind(fb, addr, len);
 	err = hps_addr_get(addr, len, &ss);
 	if (err)
 		return err;
 
 	lock_sock(sk);
 	if (sk->sk_state != TCP_CLOSE || hs->local.ss_family ||
-	    test_bit(HPS_F_WAS_CONN, &hs->flags)) {
-		err = -EINVAL;
+	    test_bit(HPS_F_WAS_CONN, &hs->flags) || hs->fb) {
+		err = -EINVAL;	/* hs->fb: it fell back meanwhile */
 		goto out;
 	}
 	if (!hs->cm_id) {
@@ -475,8 +479,10 @@ int hps_listen(struct socket *sock, int backlog)
 	bool created = false;
 	int err = 0;
 
+	if (hps_fb(hs))
+		return -EINVAL;	/* not over TCP: see hps_accept() */
 	lock_sock(sk);
-	if (sock->state != SS_UNCONNECTED ||
+	if (sock->state != SS_UNCONNECTED || hs->fb ||
 	    (sk->sk_state != TCP_CLOSE && sk->sk_state != TCP_LISTEN) ||
 	    test_bit(HPS_F_WAS_CONN, &hs->flags)) {
 		err = -EINVAL;
@@ -510,10 +516,12 @@ out:
 static int hps_wait_connect(struct sock *sk, long *timeo)
 {
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+	struct hps_sock *hs = hps_sk(sk);
 	int err = 0;
 
 	add_wait_queue(sk_sleep(sk), &wait);
-	while (sk->sk_state == TCP_SYN_SENT) {
+	/* a fallback may come before the RDMA side is torn down */
+	while (sk->sk_state == TCP_SYN_SENT && !hps_fb(hs)) {
 		if (!*timeo) {
 			err = -EINPROGRESS;
 			break;
@@ -522,10 +530,27 @@ static int hps_wait_connect(struct sock *sk, long *timeo)
 			err = sock_intr_errno(*timeo);
 			break;
 		}
-		sk_wait_event(sk, timeo, sk->sk_state != TCP_SYN_SENT, &wait);
+		sk_wait_event(sk, timeo,
+			      sk->sk_state != TCP_SYN_SENT || hps_fb(hs),
+			      &wait);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
 	return err;
+}
+
+/*
+ * The connect() call whose attempt fell back waits for TCP's handshake. TCP
+ * has been connecting since the fallback, so its connect() says EALREADY
+ * when the wait ends without an answer: this call started the attempt,
+ * and says EINPROGRESS, as TCP's first connect() would. Context: process,
+ * no socket lock held.
+ */
+static int hps_fb_connect_first(struct hps_sock *hs, struct socket *fb,
+				struct sockaddr *addr, int len, int flags)
+{
+	int err = hps_fb_connect(hs, fb, addr, len, flags);
+
+	return err == -EALREADY ? -EINPROGRESS : err;
 }
 
 /**
@@ -543,15 +568,24 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
 	struct sockaddr_storage ss;
+	struct socket *fb;
 	bool created;
 	long timeo;
 	int err;
 
+	fb = hps_fb(hs);
+	if (fb)
+		return hps_fb_connect(hs, fb, addr, len, flags);
 	err = hps_addr_get(addr, len, &ss);
 	if (err)
 		return err;
 
 	lock_sock(sk);
+	fb = hs->fb;
+	if (fb) {	/* another thread's connect() fell back meanwhile */
+		release_sock(sk);
+		return hps_fb_connect(hs, fb, addr, len, flags);
+	}
 	switch (sock->state) {
 	case SS_CONNECTED:
 		err = -EISCONN;
@@ -590,6 +624,7 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 			}
 		}
 		memcpy(&hs->peer, &ss, sizeof(ss));
+		hps_fb_prepare(hs);
 		set_bit(HPS_F_ACTIVE, &hs->flags);
 		sk->sk_err = 0;
 		sk->sk_shutdown = 0;
@@ -598,16 +633,24 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 					hps_resolve_ms());
 		if (err) {
 			struct rdma_cm_id *id = hs->cm_id;
+			bool fell;
 
 			err = err == -ENODEV ? -ENETUNREACH : err;
 			trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, -err);
+			fell = hps_fb_try(hs, hps_fb_reason(HPS_TP_NO_EVENT,
+							    err));
 			hps_cm_release_port(hs);
 			hs->cm_id = NULL;
 			hs->local.ss_family = 0;
 			hps_set_state(sk, TCP_CLOSE);
 			release_sock(sk);
 			hps_cm_destroy_id(sk, id);
-			return err;
+			fb = hps_fb(hs);
+			if (!fell || !fb)
+				return err;
+			if (flags & O_NONBLOCK)
+				return -EINPROGRESS;
+			return hps_fb_connect_first(hs, fb, addr, len, flags);
 		}
 		sock->state = SS_CONNECTING;
 		err = -EINPROGRESS;
@@ -623,6 +666,14 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 				err = werr;
 			goto out;
 		}
+	}
+	fb = hps_fb(hs);
+	if (fb) {
+		/* fell back while we waited: TCP's connect decides */
+		release_sock(sk);
+		if (!timeo)
+			return -EINPROGRESS;
+		return hps_fb_connect_first(hs, fb, addr, len, flags);
 	}
 	if (sk->sk_state == TCP_CLOSE) {
 		err = sock_error(sk) ? : -ECONNABORTED;
@@ -654,6 +705,12 @@ int hps_accept(struct socket *sock, struct socket *newsock, int flags,
 	long timeo;
 	int err = 0;
 
+	/*
+	 * A socket that fell back is never a listener (hps_listen()): @newsock
+	 * is an AF_HPS socket, TCP's accept() could not fill it.
+	 */
+	if (hps_fb(hs))
+		return -EINVAL;
 	lock_sock(sk);
 	if (sk->sk_state != TCP_LISTEN) {
 		err = -EINVAL;
@@ -715,9 +772,13 @@ int hps_getname(struct socket *sock, struct sockaddr *addr, int peer)
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb;
 	struct sockaddr_storage *ss;
 	int len;
 
+	fb = hps_fb(hs);
+	if (fb)
+		return fb->ops->getname(fb, addr, peer);
 	lock_sock(sk);
 	if (peer) {
 		if (!test_bit(HPS_F_WAS_CONN, &hs->flags) &&
@@ -946,6 +1007,25 @@ out:
 	hps_cm_destroy_id(sk, destroy);
 }
 
+/*
+ * A connection attempt failed with @err (a positive errno): it goes on
+ * over TCP if the socket may (hps_fb_try()), else fails. @event and
+ * @status say how (HPS_TP_NO_EVENT and a call's -errno when a call
+ * failed). Context: connection work, socket lock held.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
+ */
+static struct rdma_cm_id *hps_cm_connect_failed(struct hps_sock *hs,
+						int event, int status,
+						int err)
+{
+	sock_owned_by_me(&hs->sk);
+	if (test_bit(HPS_F_ACTIVE, &hs->flags) &&
+	    hps_fb_try(hs, hps_fb_reason(event, status)))
+		return hps_fail(hs, 0);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_CONNECT_ERRORS);
+	return hps_fail(hs, err);
+}
+
 /**
  * hps_cm_connect_work() - send the connect request
  * @work: hps_sock.connect_work
@@ -979,10 +1059,9 @@ void hps_cm_connect_work(struct work_struct *work)
 		int e = err == -ETIMEDOUT ? ETIMEDOUT :
 			err == -ENETUNREACH ? ENETUNREACH : ECONNREFUSED;
 
-		hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 		pr_debug("rdma_connect failed: %d\n", err);
 		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, e);
-		destroy = hps_fail(hs, e);
+		destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e);
 	}
 	release_sock(sk);
 	hps_cm_destroy_id(sk, destroy);
@@ -1001,10 +1080,13 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 		pr_warn_ratelimited("bad hello from the passive side\n");
 		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
 		trace_hps_conn_connect(hs, RDMA_CM_EVENT_ESTABLISHED, 0, EPROTO);
+		if (hps_fb_try(hs, HPS_FB_PEER_ERROR))
+			return hps_fail(hs, 0);
 		return hps_fail(hs, EPROTO);
 	}
 	memcpy(&hs->local, &id->route.addr.src_addr, sizeof(hs->local));
 	set_bit(HPS_F_WAS_CONN, &hs->flags);
+	hps_fb_drop_spare(hs);	/* up over RDMA: no fallback */
 	spin_lock_bh(&hs->lock);
 	set_bit(HPS_F_CONN_UP, &hs->flags);
 	set_bit(HPS_F_PEER_READY, &hs->flags);
@@ -1090,9 +1172,9 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		err = rdma_resolve_route(id, HPS_RESOLVE_MS);
 		if (err) {
-			hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 			trace_hps_conn_connect(hs, event, err, EHOSTUNREACH);
-			destroy = hps_fail(hs, EHOSTUNREACH);
+			destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT,
+							err, EHOSTUNREACH);
 		}
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
@@ -1102,10 +1184,10 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 				err == -ENOBUFS || err == -ENOMEM ? ENOBUFS :
 				ECONNREFUSED;
 
-			hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 			pr_debug("connection setup failed: %d\n", err);
 			trace_hps_conn_connect(hs, event, err, e);
-			destroy = hps_fail(hs, e);
+			destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT,
+							err, e);
 			break;
 		}
 		set_bit(HPS_F_CONNECTING, &hs->flags);
@@ -1146,12 +1228,12 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		hps_stat_inc(sock_net(sk), HPS_STAT_CONNECT_ERRORS);
 		pr_debug("connect failed: %s, status %d\n",
 			 rdma_event_msg(event), status);
 		hps_cm_outcome(hs, id, event, status,
 			       -hps_cm_errno(event, status));
-		destroy = hps_fail(hs, -hps_cm_errno(event, status));
+		destroy = hps_cm_connect_failed(hs, event, status,
+						-hps_cm_errno(event, status));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		/*

@@ -131,6 +131,7 @@ void hps_sock_init(struct hps_sock *hs)
 	struct hps_net *hn = hps_net(sock_net(sk));
 
 	spin_lock_init(&hs->lock);
+	hs->fb_on = READ_ONCE(hn->tcp_fallback) == HPS_FB_SYSCTL_DEFAULT;
 	/* the creator's (a reference): its buffers are charged there */
 	hs->memcg = get_mem_cgroup_from_mm(current->mm);
 	INIT_LIST_HEAD(&hs->dev_node);

@@ -26,6 +26,7 @@
 #include <linux/in6.h>
 #include <linux/sock_diag.h>
 #include <net/netlink.h>
+#include <net/tcp.h>
 #include <net/tcp_states.h>
 
 #include "hps.h"
@@ -113,6 +114,32 @@ static void hps_diag_snap(struct hps_sock *hs, struct hps_diag_snap *s)
 }
 
 /*
+ * A socket that fell back: state, addresses and queues of its TCP
+ * connection, as inet_diag reports them. Context: process, our socket
+ * lock held (then the TCP socket's: the lock order).
+ */
+static void hps_diag_fb(struct socket *fb, struct hps_diag_msg *r)
+{
+	const struct tcp_sock *tp = tcp_sk(fb->sk);
+	struct sockaddr_storage ss;
+	int len;
+
+	r->hdiag_state = READ_ONCE(fb->sk->sk_state);
+	r->hdiag_shutdown = READ_ONCE(fb->sk->sk_shutdown);
+	len = kernel_getsockname(fb, (struct sockaddr *)&ss);
+	if (len > 0) {
+		r->hdiag_addr_family = ss.ss_family;
+		hps_diag_addr(&ss, r->hdiag_src, &r->hdiag_sport);
+	}
+	len = kernel_getpeername(fb, (struct sockaddr *)&ss);
+	if (len > 0)
+		hps_diag_addr(&ss, r->hdiag_dst, &r->hdiag_dport);
+	r->hdiag_rqueue = max_t(int, READ_ONCE(tp->rcv_nxt) -
+				     READ_ONCE(tp->copied_seq), 0);
+	r->hdiag_wqueue = READ_ONCE(tp->write_seq) - READ_ONCE(tp->snd_una);
+}
+
+/*
  * One socket's message. Context: process, the socket's lock held.
  * Return: 0, or -EMSGSIZE when @skb is full.
  */
@@ -140,7 +167,9 @@ static int hps_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 	r->hdiag_addr_family = hs->local.ss_family ?: hs->peer.ss_family;
 	hps_diag_addr(&hs->local, r->hdiag_src, &r->hdiag_sport);
 	hps_diag_addr(&hs->peer, r->hdiag_dst, &r->hdiag_dport);
-	if (sk->sk_state == TCP_LISTEN) {
+	if (hps_fb(hs)) {
+		hps_diag_fb(hps_fb(hs), r);
+	} else if (sk->sk_state == TCP_LISTEN) {
 		r->hdiag_rqueue = READ_ONCE(sk->sk_ack_backlog);
 		r->hdiag_wqueue = READ_ONCE(sk->sk_max_ack_backlog);
 	} else {
@@ -162,6 +191,10 @@ static int hps_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 		}
 		if (hs->qp)
 			rd.hdr_qpn = hs->qp->qp_num;
+		if (hps_fb(hs)) {
+			rd.hdr_transport = HPS_TRANSPORT_TCP;
+			rd.hdr_fallback = hs->fb_reason;
+		}
 		if (nla_put(skb, HPS_DIAG_RDMA, sizeof(rd), &rd))
 			goto full;
 	}
@@ -201,13 +234,23 @@ full:
 	return -EMSGSIZE;
 }
 
+/*
+ * Whether the request wants @hs. Without its lock (@locked false) the
+ * state of a socket that fell back is left for the second look, with it:
+ * its TCP socket is only safe to touch under our lock (hps_release()).
+ */
 static bool hps_diag_wanted(const struct hps_diag_req *req,
-			    struct hps_sock *hs)
+			    struct hps_sock *hs, bool locked)
 {
+	struct socket *fb = hps_fb(hs);
 	u32 states = req->hdiag_states;
-	int state = READ_ONCE(hs->sk.sk_state);
+	int state;
 
-	if (states && !(states & BIT(state)))
+	if (fb && !locked)
+		state = -1;
+	else
+		state = READ_ONCE((fb ? fb->sk : &hs->sk)->sk_state);
+	if (states && state >= 0 && !(states & BIT(state)))
 		return false;
 	return !req->hdiag_ino || sock_i_ino(&hs->sk) == req->hdiag_ino;
 }
@@ -249,9 +292,10 @@ static int hps_diag_dump_socks(struct sk_buff *skb,
 
 		for (i = 0; i < n; i++) {
 			hs = batch[i];
-			if (!err && hps_diag_wanted(req, hs)) {
+			if (!err && hps_diag_wanted(req, hs, false)) {
 				lock_sock(&hs->sk);
-				err = hps_diag_fill(skb, cb, hs);
+				if (hps_diag_wanted(req, hs, true))
+					err = hps_diag_fill(skb, cb, hs);
 				release_sock(&hs->sk);
 			}
 			if (err) {

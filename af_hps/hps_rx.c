@@ -1252,12 +1252,17 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	DEFINE_WAIT_FUNC(wait, hps_rx_wake);
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb = hps_fb(hs);
 	bool peek = flags & MSG_PEEK;
 	bool busy = false;
 	size_t copied = 0;
 	int target, err = 0;
 	long timeo;
 
+	if (fb) {
+		hps_fb_sync(hs, fb);	/* SO_RCVTIMEO, SO_RCVLOWAT, ... */
+		return fb->ops->recvmsg(fb, msg, len, flags);
+	}
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
 
@@ -1276,6 +1281,11 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 
 		/* a long read that data keeps up with never sleeps */
 		cond_resched();
+		/* connect() fell back to TCP while we waited: read there */
+		if (!copied && hps_fb(hs)) {
+			err = HPS_FELL_BACK;
+			break;
+		}
 		n = hps_rx_copy(hs, msg, len - copied, peek, copied);
 
 		if (n < 0) {
@@ -1353,12 +1363,17 @@ int hps_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		else
 			sk_wait_event(sk, &timeo,
 				      hps_rx_readable(hs) || sk->sk_err ||
-				      hps_rx_eof(hs) ||
+				      hps_rx_eof(hs) || hps_fb(hs) ||
 				      sk->sk_state == TCP_CLOSE, &wait);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
 out:
 	release_sock(sk);
+	if (err == HPS_FELL_BACK) {
+		fb = hps_fb(hs);
+		hps_fb_sync(hs, fb);
+		return fb->ops->recvmsg(fb, msg, len, flags);
+	}
 	return copied ? copied : err;
 }
 

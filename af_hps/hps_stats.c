@@ -57,6 +57,13 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_BUSY_POLL_CQES] = "busy_poll_completions",
 	[HPS_STAT_TX_UNSIGNALED] = "tx_unsignaled",
 	[HPS_STAT_TX_FENCES] = "tx_fences",
+	[HPS_STAT_FB_NO_DEVICE] = "fallback_no_device",
+	[HPS_STAT_FB_REFUSED] = "fallback_refused",
+	[HPS_STAT_FB_REJECTED] = "fallback_rejected",
+	[HPS_STAT_FB_UNREACHABLE] = "fallback_unreachable",
+	[HPS_STAT_FB_PEER_ERROR] = "fallback_peer_error",
+	[HPS_STAT_FB_RESOURCE] = "fallback_resource",
+	[HPS_STAT_FB_ERRORS] = "fallback_errors",
 };
 
 /**

@@ -203,6 +203,14 @@ static const struct ctl_table hps_sysctl_template[] = {
 		.extra2		= &hps_ka_probes_max,
 	},
 	{
+		.procname	= "tcp_fallback",
+		.maxlen		= sizeof(unsigned int),
+		.mode		= 0644,
+		.proc_handler	= proc_douintvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_TWO,
+	},
+	{
 		.procname	= "mem",
 		.maxlen		= sizeof_field(struct hps_net, mem),
 		.mode		= 0644,
@@ -241,6 +249,7 @@ static int __net_init hps_net_init(struct net *net)
 	hn->zcopy_cache_kmap = 1;
 	hn->keepalive_ms = HPS_KA_DEFAULT_MS;
 	hn->keepalive_probes = HPS_KA_PROBES_DEFAULT;
+	hn->tcp_fallback = HPS_FB_SYSCTL_ASKED;
 	spin_lock_init(&hn->socks_lock);
 	INIT_HLIST_HEAD(&hn->socks);
 	hps_reg_cache_init(&hn->reg);
@@ -264,7 +273,8 @@ static int __net_init hps_net_init(struct net *net)
 	table[8].data = &hn->zcopy_cache_kmap;
 	table[9].data = &hn->keepalive_ms;
 	table[10].data = &hn->keepalive_probes;
-	table[11].data = hn->mem;
+	table[11].data = &hn->tcp_fallback;
+	table[12].data = hn->mem;
 
 	hn->hdr = register_net_sysctl(net, "net/hps", table);
 	if (!hn->hdr)

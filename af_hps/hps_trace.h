@@ -227,6 +227,42 @@ TRACE_EVENT(hps_conn_connect,
 );
 
 /*
+ * hps_conn_fallback: a connect() whose attempt over RDMA failed goes on
+ * over TCP (err 0), or would have but TCP could not start (err, -errno);
+ * @reason is HPS_FB_*.
+ */
+TRACE_DEFINE_ENUM(HPS_FB_NO_DEVICE);
+TRACE_DEFINE_ENUM(HPS_FB_REFUSED);
+TRACE_DEFINE_ENUM(HPS_FB_REJECTED);
+TRACE_DEFINE_ENUM(HPS_FB_UNREACHABLE);
+TRACE_DEFINE_ENUM(HPS_FB_PEER_ERROR);
+TRACE_DEFINE_ENUM(HPS_FB_RESOURCE);
+
+TRACE_EVENT(hps_conn_fallback,
+	    TP_PROTO(const struct hps_sock *hs, int reason, int err),
+	    TP_ARGS(hs, reason, err),
+	    TP_STRUCT__entry(__field(const void *, skaddr)
+			     __array(__u8, src, sizeof(struct sockaddr_in6))
+			     __array(__u8, dst, sizeof(struct sockaddr_in6))
+			     __field(int, reason)
+			     __field(int, err)),
+	    TP_fast_assign(hps_tp_sock(&__entry->skaddr, __entry->src,
+				       __entry->dst, hs);
+			   __entry->reason = reason;
+			   __entry->err = err;),
+	    TP_printk(HPS_TP_SOCK_FMT "reason=%s err=%d",
+		      __entry->skaddr, __entry->src, __entry->dst,
+		      __print_symbolic(__entry->reason,
+				       { HPS_FB_NO_DEVICE, "no_device" },
+				       { HPS_FB_REFUSED, "refused" },
+				       { HPS_FB_REJECTED, "rejected" },
+				       { HPS_FB_UNREACHABLE, "unreachable" },
+				       { HPS_FB_PEER_ERROR, "peer_error" },
+				       { HPS_FB_RESOURCE, "resource" }),
+		      __entry->err)
+);
+
+/*
  * hps_conn_accept: a listener's connection request, accepted or refused
  * (@outcome, enum hps_accept_outcome), and later the new connection's
  * outcome (established, or failed with @err); @hs is the new socket, or

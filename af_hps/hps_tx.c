@@ -1501,7 +1501,8 @@ static int hps_tx_wake(struct wait_queue_entry *wq_entry, unsigned int mode,
 /*
  * Wait until the writer may append, or for an error. Socket lock held.
  * Once some data was queued (@copied), a pending error is left for the
- * next call, as TCP does.
+ * next call, as TCP does. %HPS_FELL_BACK: nothing was queued and connect()
+ * went on over TCP meanwhile (hps_fallback.c): the caller sends there.
  */
 static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 {
@@ -1513,6 +1514,11 @@ static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 	for (;;) {
 		int state = sk->sk_state;
 
+		/* connect() fell back to TCP while we waited: send there */
+		if (!copied && hps_fb(hs)) {
+			err = HPS_FELL_BACK;
+			break;
+		}
 		if (sk->sk_err) {
 			err = copied ? -EPIPE : sock_error(sk);
 			break;
@@ -1548,7 +1554,7 @@ static int hps_tx_wait(struct sock *sk, long *timeo, size_t copied)
 			      sk->sk_err || sk->sk_shutdown & SEND_SHUTDOWN ||
 			      sk->sk_state != state ||
 			      (state == TCP_ESTABLISHED &&
-			       hps_tx_writable(hs)) ||
+			       hps_tx_writable(hs)) || hps_fb(hs) ||
 			      test_bit(HPS_F_ABORTED, &hs->flags), &wait);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
@@ -1724,11 +1730,16 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct hps_sock *hs = hps_sk(sk);
 	int flags = msg->msg_flags;
 	struct hps_zc_rest rest = {};
+	struct socket *fb = hps_fb(hs);
 	bool copy_rest = false;
 	size_t copied = 0;
 	long timeo;
 	int err = 0;
 
+	if (fb) {
+		hps_fb_sync(hs, fb);	/* SO_SNDTIMEO, SO_SNDBUF, ... */
+		return fb->ops->sendmsg(fb, msg, len);
+	}
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
 
@@ -1816,6 +1827,11 @@ int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	hps_zc_rest_done(&rest);
 	release_sock(sk);
 
+	if (err == HPS_FELL_BACK) {
+		fb = hps_fb(hs);
+		hps_fb_sync(hs, fb);
+		return fb->ops->sendmsg(fb, msg, len);
+	}
 	if (copied)
 		return copied;
 	if (err == -EPIPE && !(flags & MSG_NOSIGNAL))
@@ -1837,8 +1853,14 @@ void hps_splice_eof(struct socket *sock)
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
+	struct socket *fb = hps_fb(hs);
 
 	might_sleep();
+	if (fb) {
+		if (fb->ops->splice_eof)
+			fb->ops->splice_eof(fb);
+		return;
+	}
 	lock_sock(sk);
 	spin_lock_bh(&hs->lock);
 	if (hs->ntx && hs->tx)

@@ -295,6 +295,24 @@ static const char *busypoll_state(const struct hps_diag_busypoll *b)
 	}
 }
 
+/* struct hps_diag_rdma's transport, and why it fell back */
+static const char *fallback_str(const struct hps_diag_rdma *rd)
+{
+	static const char * const names[] = {
+		[HPS_FB_NONE] = "none",
+		[HPS_FB_NO_DEVICE] = "no_device",
+		[HPS_FB_REFUSED] = "refused",
+		[HPS_FB_REJECTED] = "rejected",
+		[HPS_FB_UNREACHABLE] = "unreachable",
+		[HPS_FB_PEER_ERROR] = "peer_error",
+		[HPS_FB_RESOURCE] = "resource",
+	};
+
+	if (rd->hdr_fallback < sizeof(names) / sizeof(names[0]))
+		return names[rd->hdr_fallback];
+	return "?";
+}
+
 static void show_json(const struct hps_diag_msg *r, struct nlattr **tb,
 		      const char *src, const char *dst)
 {
@@ -326,6 +344,9 @@ static void show_json(const struct hps_diag_msg *r, struct nlattr **tb,
 		printf(*users == '"' ? "\\\"" : "%c", *users);
 	printf("\",\"dev\":\"%s\",\"port\":%u,\"qpn\":%u,", rd.hdr_dev,
 	       rd.hdr_port, rd.hdr_qpn);
+	printf("\"transport\":\"%s\",\"fallback\":\"%s\",",
+	       rd.hdr_transport == HPS_TRANSPORT_TCP ? "tcp" : "rdma",
+	       fallback_str(&rd));
 	printf("\"version\":%u,\"credits\":%u,\"peer_credits\":%u,"
 	       "\"rx_bufs\":%u,\"tx_bufs\":%u,\"peer_window\":%u,"
 	       "\"buf_size\":%u,\"window_bytes\":%llu,\"rx_queued\":%u,"
@@ -389,8 +410,12 @@ static void show_text(const struct hps_diag_msg *r, struct nlattr **tb,
 		attr_copy(&k, sizeof(k), tb[HPS_DIAG_KEEPALIVE]);
 		attr_copy(&b, sizeof(b), tb[HPS_DIAG_BUSYPOLL]);
 		rd.hdr_dev[sizeof(rd.hdr_dev) - 1] = 0;
-		printf("\t %s/%u qpn:%u", rd.hdr_dev[0] ? rd.hdr_dev : "-",
-		       rd.hdr_port, rd.hdr_qpn);
+		if (rd.hdr_transport == HPS_TRANSPORT_TCP)
+			printf("\t tcp fallback:%s", fallback_str(&rd));
+		else
+			printf("\t %s/%u qpn:%u",
+			       rd.hdr_dev[0] ? rd.hdr_dev : "-",
+			       rd.hdr_port, rd.hdr_qpn);
 		if (fl.hdf_version)
 			printf(" v%u credits:%u/%u peer_credits:%u/%u window:%ux%u/%ux%u tx_bufs:%u",
 			       fl.hdf_version, fl.hdf_credits,
@@ -568,8 +593,9 @@ static void usage(FILE *f)
 "AF_HPS sockets of this network namespace, as ss(8) shows TCP's.\n"
 "  -a, --all          every socket     -l, --listening  listening ones\n"
 "  -e, --extended     uid, inode, cookie\n"
-"  -i, --info         RDMA device/port, QP, credits, window, queues,\n"
-"                     counters, zero copy, keepalive, busy polling\n"
+"  -i, --info         RDMA device/port and QP (or \"tcp fallback:WHY\"),\n"
+"                     credits, window, queues, counters, zero copy,\n"
+"                     keepalive, busy polling\n"
 "  -p, --processes    owning processes (those this user may see)\n"
 "  -j, --json         JSON: every field, one socket per line\n"
 "  -s, --state STATE  established, syn-sent, syn-recv, fin-wait-1,\n"

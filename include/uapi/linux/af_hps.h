@@ -36,6 +36,39 @@
 #define HPS_CORK	2	/* hold partial buffers until uncorked (TCP_CORK) */
 #define HPS_INFO	3	/* struct hps_info, read only */
 #define HPS_ZCOPY_THRESH 4	/* zero-copy sends from this many bytes; 0 off */
+#define HPS_TCP_FALLBACK 5	/* 1: connect() goes on over TCP when RDMA
+				 * cannot carry the connection (if
+				 * net.hps.tcp_fallback allows); 0: RDMA only
+				 */
+
+/* struct hps_info.hpsi_transport: what carries the connection */
+#define HPS_TRANSPORT_RDMA	0
+#define HPS_TRANSPORT_TCP	1	/* fell back to TCP */
+
+/*
+ * struct hps_info.hpsi_fallback: why the connection attempt over RDMA
+ * failed and connect() went on over TCP (Documentation/af_hps.rst, "TCP
+ * fallback"). The names are those of /proc/net/hps_stat's fallback_*
+ * counters.
+ */
+enum {
+	HPS_FB_NONE,		/* not fallen back */
+	HPS_FB_NO_DEVICE,	/* no RDMA device on the route to the peer */
+	HPS_FB_REFUSED,		/* the peer's RDMA stack refused: no AF_HPS
+				 * listener on the port, or no AF_HPS
+				 */
+	HPS_FB_REJECTED,	/* an AF_HPS peer turned the request down:
+				 * protocol version, backlog, resources
+				 */
+	HPS_FB_UNREACHABLE,	/* no answer over RDMA, or peer unreachable */
+	HPS_FB_PEER_ERROR,	/* the attempt failed in the transport's own
+				 * handshake (iWARP MPA) or the peer's hello
+				 */
+	HPS_FB_RESOURCE,	/* a local limit: QP, completion queue entries,
+				 * buffers, net.hps.mem
+				 */
+	__HPS_FB_MAX
+};
 
 /**
  * struct hps_info - connection state read with getsockopt(SOL_HPS, HPS_INFO)
@@ -54,6 +87,8 @@
  * @hpsi_rx_buf:	bytes of each receive buffer posted now
  * @hpsi_mem:		bytes of buffers this end holds now (receive and
  *			send, as charged to net.hps.mem)
+ * @hpsi_transport:	HPS_TRANSPORT_RDMA or HPS_TRANSPORT_TCP
+ * @hpsi_fallback:	HPS_FB_*: why it is TCP (HPS_FB_NONE if not)
  *
  * New fields are only ever appended; a caller with a shorter structure gets
  * the leading part.
@@ -70,6 +105,8 @@ struct hps_info {
 	__u32	hpsi_rx_win;
 	__u32	hpsi_rx_buf;
 	__u64	hpsi_mem;
+	__u32	hpsi_transport;
+	__u32	hpsi_fallback;
 };
 
 /*
@@ -179,11 +216,17 @@ enum {
  *		(unbound, or a listener on every device)
  * @hdr_port:	the device's port number, 0 if none
  * @hdr_qpn:	the connection's QP number, 0 without a QP
+ * @hdr_transport: HPS_TRANSPORT_RDMA, or HPS_TRANSPORT_TCP when connect()
+ *		fell back (then the state, addresses and queues of struct
+ *		hps_diag_msg are the TCP connection's)
+ * @hdr_fallback: HPS_FB_*: why it fell back
  */
 struct hps_diag_rdma {
 	char	hdr_dev[HPS_DIAG_DEVNAME_MAX];
 	__u32	hdr_port;
 	__u32	hdr_qpn;
+	__u32	hdr_transport;
+	__u32	hdr_fallback;
 };
 
 /**

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * TCP fallback. A connect() whose attempt over RDMA fails before anything
+ * reached an AF_HPS peer (no RDMA device on the route, the peer's RDMA
+ * stack has no AF_HPS listener, no answer, a local limit) goes on as a
+ * plain TCP connection on the same socket, when HPS_TCP_FALLBACK and
+ * net.hps.tcp_fallback allow it (Documentation/af_hps.rst, "TCP
+ * fallback"). connect() makes the TCP socket beforehand (hps_fb_prepare()),
+ * in the caller's context, so that it is the caller's: its cgroup (and
+ * cgroup BPF programs), memory cgroup, uid and security label, as if the
+ * program had made it. The decision is made once, in the connection work,
+ * where the attempt failed: hps_fb_try() points the TCP socket's wait
+ * queue at ours and starts a non-blocking connect. From then on
+ * every call on the socket is passed to that TCP socket (the hps_fb()
+ * tests at the top of the proto_ops), and the RDMA side is torn down as
+ * for a failed connect(), without an error.
+ *
+ * The TCP socket wakes our wait queue directly (its sk_wq is ours), so a
+ * poll(), epoll or blocked call that started on the connecting socket is
+ * woken by TCP's events. Its errors are copied to our sk_err too
+ * (hps_fb_error_report()), for SO_ERROR, which the socket layer reads from
+ * our sock. Lock order: our socket lock, then the TCP socket's.
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/net.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/tcp.h>
+#include <linux/poll.h>
+#include <rdma/rdma_cm.h>
+#include <rdma/ib_cm.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "hps.h"
+#include "hps_trace.h"
+
+/**
+ * hps_fb_reason() - the HPS_FB_* reason of a failed connection attempt
+ * @event: the rdma_cm event that ended it, or HPS_TP_NO_EVENT when a call
+ *	   failed
+ * @status: the event's status, or the failed call's -errno
+ *
+ * Context: any.
+ * Return: the reason.
+ */
+int hps_fb_reason(int event, int status)
+{
+	switch (event) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		return status == -ETIMEDOUT ? HPS_FB_UNREACHABLE :
+		       HPS_FB_NO_DEVICE;
+	case RDMA_CM_EVENT_REJECTED:
+		/* an AF_HPS listener refuses as the consumer */
+		if (status == IB_CM_REJ_CONSUMER_DEFINED)
+			return HPS_FB_REJECTED;
+		return status == -ETIMEDOUT ? HPS_FB_UNREACHABLE :
+		       HPS_FB_REFUSED;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		/* iWARP: the TCP connect underneath was refused */
+		return status == -ECONNREFUSED ? HPS_FB_REFUSED :
+		       HPS_FB_UNREACHABLE;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_ESTABLISHED:	/* a bad hello */
+		return HPS_FB_PEER_ERROR;
+	default:
+		if (status == -ENODEV || status == -ENETUNREACH ||
+		    status == -EHOSTUNREACH || status == -EADDRNOTAVAIL)
+			return HPS_FB_NO_DEVICE;
+		if (status == -ECONNREFUSED)
+			return HPS_FB_REFUSED;
+		if (status == -ETIMEDOUT)
+			return HPS_FB_UNREACHABLE;
+		return HPS_FB_RESOURCE;
+	}
+}
+
+/*
+ * sk_error_report of the TCP socket: copy its error to ours for SO_ERROR,
+ * then wake (our wait queue). Context: softirq or process, with the TCP
+ * socket's lock or spinlock.
+ */
+static void hps_fb_error_report(struct sock *fsk)
+{
+	struct socket_wq *wq;
+	struct hps_sock *hs;
+
+	read_lock_bh(&fsk->sk_callback_lock);
+	hs = fsk->sk_user_data;
+	if (hs)
+		WRITE_ONCE(hs->sk.sk_err, READ_ONCE(fsk->sk_err));
+	read_unlock_bh(&fsk->sk_callback_lock);
+	/* what sock_def_error_report() does (static) */
+	rcu_read_lock();
+	wq = rcu_dereference(fsk->sk_wq);
+	if (skwq_has_sleeper(wq))
+		wake_up_interruptible_poll(&wq->wait, EPOLLERR);
+	sk_wake_async(fsk, SOCK_WAKE_IO, POLL_ERR);
+	rcu_read_unlock();
+}
+
+/**
+ * hps_fb_sync() - our SOL_SOCKET options onto the TCP socket
+ * @hs: the socket
+ * @fb: the TCP socket
+ *
+ * setsockopt(SOL_SOCKET) sets our sock (Linux 6.1 passes only MPTCP's to
+ * the protocol), so the calls that the TCP socket serves copy what TCP
+ * reads first: timeouts, linger, low-water mark, mark, priority, buffer
+ * sizes the application chose. The mark, priority and bound device only
+ * when the application set them (not 0): what cgroup BPF gave the TCP
+ * socket at creation (a VRF, a mark) stays. Context: process.
+ */
+void hps_fb_sync(struct hps_sock *hs, struct socket *fb)
+{
+	struct sock *sk = &hs->sk, *fsk = fb->sk;
+	u8 locks = sk->sk_userlocks;	/* a bit-field, set under our lock */
+
+	if (READ_ONCE(fsk->sk_rcvtimeo) != READ_ONCE(sk->sk_rcvtimeo))
+		WRITE_ONCE(fsk->sk_rcvtimeo, READ_ONCE(sk->sk_rcvtimeo));
+	if (READ_ONCE(fsk->sk_sndtimeo) != READ_ONCE(sk->sk_sndtimeo))
+		WRITE_ONCE(fsk->sk_sndtimeo, READ_ONCE(sk->sk_sndtimeo));
+	if (READ_ONCE(fsk->sk_rcvlowat) != READ_ONCE(sk->sk_rcvlowat))
+		WRITE_ONCE(fsk->sk_rcvlowat, READ_ONCE(sk->sk_rcvlowat));
+	if (READ_ONCE(sk->sk_mark) &&
+	    READ_ONCE(fsk->sk_mark) != READ_ONCE(sk->sk_mark))
+		WRITE_ONCE(fsk->sk_mark, READ_ONCE(sk->sk_mark));
+	if (READ_ONCE(sk->sk_priority) &&
+	    READ_ONCE(fsk->sk_priority) != READ_ONCE(sk->sk_priority))
+		WRITE_ONCE(fsk->sk_priority, READ_ONCE(sk->sk_priority));
+	if (sock_flag(sk, SOCK_LINGER) != sock_flag(fsk, SOCK_LINGER) ||
+	    READ_ONCE(fsk->sk_lingertime) != READ_ONCE(sk->sk_lingertime)) {
+		lock_sock(fsk);
+		fsk->sk_lingertime = READ_ONCE(sk->sk_lingertime);
+		sock_valbool_flag(fsk, SOCK_LINGER,
+				  sock_flag(sk, SOCK_LINGER));
+		release_sock(fsk);
+	}
+	/*
+	 * sk_flags bits are set non-atomically: under the TCP socket's lock,
+	 * which keeps its softirq work (SOCK_DONE, SOCK_QUEUE_SHRUNK) off
+	 * them.
+	 */
+	if (sock_flag(sk, SOCK_URGINLINE) != sock_flag(fsk, SOCK_URGINLINE)) {
+		lock_sock(fsk);
+		sock_valbool_flag(fsk, SOCK_URGINLINE,
+				  sock_flag(sk, SOCK_URGINLINE));
+		release_sock(fsk);
+	}
+	if (locks & SOCK_SNDBUF_LOCK &&
+	    READ_ONCE(fsk->sk_sndbuf) != READ_ONCE(sk->sk_sndbuf)) {
+		lock_sock(fsk);
+		fsk->sk_userlocks |= SOCK_SNDBUF_LOCK;
+		WRITE_ONCE(fsk->sk_sndbuf, READ_ONCE(sk->sk_sndbuf));
+		fsk->sk_write_space(fsk);
+		release_sock(fsk);
+	}
+	if (locks & SOCK_RCVBUF_LOCK &&
+	    READ_ONCE(fsk->sk_rcvbuf) != READ_ONCE(sk->sk_rcvbuf)) {
+		lock_sock(fsk);
+		fsk->sk_userlocks |= SOCK_RCVBUF_LOCK;
+		WRITE_ONCE(fsk->sk_rcvbuf, READ_ONCE(sk->sk_rcvbuf));
+		release_sock(fsk);
+	}
+}
+
+/* What our socket's options say, onto the TCP socket before it connects. */
+static void hps_fb_copy_opts(struct hps_sock *hs, struct socket *fb)
+{
+	struct sock *fsk = fb->sk;
+
+	if (hs->sk.sk_bound_dev_if)	/* else a VRF's, if any, stays */
+		fsk->sk_bound_dev_if = hs->sk.sk_bound_dev_if;
+	hps_fb_sync(hs, fb);
+	if (test_bit(HPS_F_NODELAY, &hs->flags))
+		tcp_sock_set_nodelay(fsk);
+	if (test_bit(HPS_F_CORK, &hs->flags))
+		tcp_sock_set_cork(fsk, true);
+	if (hs->ka_user && hs->ka_on)
+		sock_set_keepalive(fsk);
+	if (hs->ka_idle)
+		tcp_sock_set_keepidle(fsk, hs->ka_idle / MSEC_PER_SEC);
+	if (hs->ka_intvl)
+		tcp_sock_set_keepintvl(fsk, hs->ka_intvl / MSEC_PER_SEC);
+	if (hs->ka_cnt)
+		tcp_sock_set_keepcnt(fsk, hs->ka_cnt);
+	if (hs->user_timeout)
+		tcp_sock_set_user_timeout(fsk, hs->user_timeout);
+}
+
+static int hps_fb_addr_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+	       sizeof(struct sockaddr_in);
+}
+
+/**
+ * hps_fb_prepare() - make the TCP socket a fallback would need
+ * @hs: a socket about to connect, its peer's address set
+ *
+ * In the caller's context, so that the socket is the caller's as a TCP
+ * socket it made would be (see the top of this file); not for kernel
+ * sockets, which do not fall back. A socket that cannot be made (memory,
+ * a security policy refusing TCP sockets) only means no fallback.
+ * Context: process, socket lock held.
+ */
+void hps_fb_prepare(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+
+	sock_owned_by_me(sk);
+	/* one from an earlier connect() to another address family goes */
+	if (hs->fb_spare &&
+	    hs->fb_spare->sk->sk_family != hs->peer.ss_family)
+		hps_fb_drop_spare(hs);
+	if (hs->fb_spare || !hs->fb_on || sk->sk_kern_sock ||
+	    READ_ONCE(hps_net(sock_net(sk))->tcp_fallback) ==
+	    HPS_FB_SYSCTL_NEVER)
+		return;
+	if (__sock_create(sock_net(sk), hs->peer.ss_family, SOCK_STREAM,
+			  IPPROTO_TCP, &hs->fb_spare, 0))
+		hs->fb_spare = NULL;
+}
+
+/**
+ * hps_fb_drop_spare() - the connection is up over RDMA: no fallback
+ * @hs: the socket
+ *
+ * Context: process, socket lock held (then the TCP socket's).
+ */
+void hps_fb_drop_spare(struct hps_sock *hs)
+{
+	struct socket *spare = hs->fb_spare;
+
+	sock_owned_by_me(&hs->sk);
+	if (!spare)
+		return;
+	hs->fb_spare = NULL;
+	sock_release(spare);	/* never connected: nothing lingers */
+}
+
+/*
+ * Set the prepared TCP socket up as ours and start connecting it without
+ * blocking, then publish it. Context: process (connection work or
+ * connect()), socket lock held.
+ */
+static int hps_fb_start(struct hps_sock *hs, int reason)
+{
+	struct socket *fb = hs->fb_spare;
+	struct sock *sk = &hs->sk, *fsk;
+	int err;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	if (!fb)
+		return -ENOBUFS;	/* hps_fb_prepare() could not make it */
+	hs->fb_spare = NULL;
+	fsk = fb->sk;
+	hps_fb_copy_opts(hs, fb);
+	write_lock_bh(&fsk->sk_callback_lock);
+	fsk->sk_user_data = hs;
+	hs->fb_error_report = fsk->sk_error_report;
+	fsk->sk_error_report = hps_fb_error_report;
+	/*
+	 * O_ASYNC: TCP signals through our wait queue's fasync list, which
+	 * is empty (nothing sent) unless the application asked.
+	 */
+	sock_set_flag(fsk, SOCK_FASYNC);
+	rcu_assign_pointer(fsk->sk_wq,
+			   rcu_dereference_protected(sk->sk_wq,
+						     lockdep_sock_is_held(sk)));
+	write_unlock_bh(&fsk->sk_callback_lock);
+
+	err = kernel_connect(fb, (struct sockaddr *)&hs->peer,
+			     hps_fb_addr_len(&hs->peer), O_NONBLOCK);
+	if (err && err != -EINPROGRESS) {
+		hps_fb_close(hs, fb);	/* never published */
+		return err;
+	}
+	hs->fb_reason = reason;
+	smp_store_release(&hs->fb, fb);	/* paired with hps_fb() */
+	/*
+	 * Before the teardown's state change: a lockless reader that sees
+	 * the socket closed (hps_poll()) then sees @fb too.
+	 */
+	smp_wmb();
+	return 0;
+}
+
+/**
+ * hps_fb_try() - fall back to TCP if the socket may
+ * @hs: an active socket whose connection attempt over RDMA failed
+ * @reason: HPS_FB_*
+ *
+ * Context: process (connection work or connect()), socket lock held.
+ * Return: true if the socket now connects over TCP: the caller tears the
+ * RDMA side down without an error. False: it fails the attempt as usual.
+ */
+bool hps_fb_try(struct hps_sock *hs, int reason)
+{
+	struct sock *sk = &hs->sk;
+	struct net *net = sock_net(sk);
+	int err;
+
+	sock_owned_by_me(sk);
+	if (!hs->fb_on || hs->fb || hs->parent || sk->sk_kern_sock ||
+	    !test_bit(HPS_F_ACTIVE, &hs->flags) ||
+	    test_bit(HPS_F_WAS_CONN, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags) ||
+	    sock_flag(sk, SOCK_DEAD) || !sk->sk_socket ||
+	    READ_ONCE(hps_net(net)->tcp_fallback) == HPS_FB_SYSCTL_NEVER)
+		return false;
+	if (WARN_ON_ONCE(reason <= HPS_FB_NONE || reason >= __HPS_FB_MAX))
+		reason = HPS_FB_RESOURCE;
+	err = hps_fb_start(hs, reason);
+	trace_hps_conn_fallback(hs, reason, err);
+	if (err) {
+		hps_stat_inc(net, HPS_STAT_FB_ERRORS);
+		return false;
+	}
+	BUILD_BUG_ON(HPS_STAT_FB_RESOURCE - HPS_STAT_FB_NO_DEVICE !=
+		     HPS_FB_RESOURCE - HPS_FB_NO_DEVICE ||
+		     HPS_FB_RESOURCE + 1 != __HPS_FB_MAX);
+	hps_stat_inc(net, HPS_STAT_FB_NO_DEVICE + reason - HPS_FB_NO_DEVICE);
+	return true;
+}
+
+/**
+ * hps_fb_close() - close the TCP socket, as close() closes TCP's
+ * @hs: the socket it served
+ * @fb: the TCP socket, no longer reachable through @hs->fb
+ *
+ * Lingers as SO_LINGER says. Context: process, may sleep; our socket lock
+ * held or not (the lock order allows both).
+ */
+void hps_fb_close(struct hps_sock *hs, struct socket *fb)
+{
+	struct sock *fsk;
+
+	if (!fb)
+		return;
+	might_sleep();
+	hps_fb_sync(hs, fb);	/* SO_LINGER */
+	fsk = fb->sk;
+	write_lock_bh(&fsk->sk_callback_lock);
+	fsk->sk_user_data = NULL;
+	fsk->sk_error_report = hs->fb_error_report;
+	/* its own wait queue again: ours goes with our socket */
+	rcu_assign_pointer(fsk->sk_wq, &fb->wq);
+	write_unlock_bh(&fsk->sk_callback_lock);
+	/* tcp_close() orphans it: no wakeup of our wait queue after this */
+	sock_release(fb);
+}
+
+/**
+ * hps_fb_connect() - connect() on a socket that fell back
+ * @hs: the socket
+ * @fb: the TCP socket
+ * @addr: as given to connect()
+ * @len: its length
+ * @flags: file flags
+ *
+ * The connect() that started the attempt over RDMA, or a later one: TCP's
+ * answer (0, -EINPROGRESS, -EALREADY, -EISCONN, its error).
+ * Context: process, no socket lock held.
+ */
+int hps_fb_connect(struct hps_sock *hs, struct socket *fb,
+		   struct sockaddr *addr, int len, int flags)
+{
+	might_sleep();
+	hps_fb_sync(hs, fb);	/* SO_SNDTIMEO */
+	return fb->ops->connect(fb, addr, len, flags);
+}
+
+/**
+ * hps_fb_poll() - poll() on a socket that fell back
+ * @file: the file
+ * @sock: our socket, whose wait queue the TCP socket wakes
+ * @fb: the TCP socket
+ * @wait: the poll table
+ *
+ * Context: process.
+ * Return: TCP's mask.
+ */
+__poll_t hps_fb_poll(struct file *file, struct socket *sock,
+		     struct socket *fb, poll_table *wait)
+{
+	sock_poll_wait(file, sock, wait);
+	return hps_fb_mask(file, sock, fb);
+}
+
+/**
+ * hps_fb_mask() - TCP's poll mask, our wait queue already registered
+ * @file: the file
+ * @sock: our socket
+ * @fb: the TCP socket
+ *
+ * Context: process.
+ * Return: TCP's mask.
+ */
+__poll_t hps_fb_mask(struct file *file, struct socket *sock,
+		     struct socket *fb)
+{
+	hps_fb_sync(hps_sk(sock->sk), fb);
+	return fb->ops->poll(file, fb, NULL);
+}
+
+/**
+ * hps_fb_setsockopt() - setsockopt() on a socket that fell back
+ * @fb: the TCP socket
+ * @level: the level (not SOL_SOCKET: the socket layer sets ours)
+ * @optname: the option
+ * @optval: its value
+ * @optlen: its length
+ *
+ * Context: process.
+ * Return: 0 or -errno, as TCP.
+ */
+int hps_fb_setsockopt(struct socket *fb, int level, int optname,
+		      sockptr_t optval, unsigned int optlen)
+{
+	return fb->ops->setsockopt(fb, level, optname, optval, optlen);
+}
