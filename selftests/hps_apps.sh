@@ -3,7 +3,9 @@
 #
 # Unmodified programs over AF_HPS through hps_run, node 1 to its peer
 # (node 2, or itself over RDMA loopback), checked by content: socat moving a
-# file each way, and Python's http.server serving a file to urllib.
+# file each way, and Python's http.server serving a file to urllib; then
+# hps_run's curl against a plain http.server (not under hps_run), which
+# hps_run reaches by falling back to TCP.
 # Prints TAP and the kselftest totals line.
 #
 # make check runs it on two nodes over rxe, and hps_apps2.sh over siw: each
@@ -38,7 +40,7 @@ active() { awk '$1 == "conn_active" { print $2 }' /proc/net/hps_stat; }
 before=$(active)
 
 echo "TAP version 13"
-echo "1..4"
+echo "1..5"
 
 # socat: node 1 sends 8 MiB (24), the peer writes it to a file.
 socat_push() {
@@ -87,6 +89,28 @@ check "python3 http.server to urllib over AF_HPS, sha256 equal" http
 # Every connection above was an AF_HPS one (over RDMA), not TCP.
 all_hps() { [ $(($(active) - before)) -eq 3 ]; }
 check "the three connections were AF_HPS connections (conn_active +3)" all_hps
+
+# hps_run, no rules file, against a plain TCP server: connect() falls back
+# to TCP (af_hps.rst, "TCP fallback") and curl gets the file intact.
+fallbacks() {
+	awk '$1 ~ /^fallback_/ && $1 != "fallback_errors" { s += $2 }
+		END { print s + 0 }' /proc/net/hps_stat
+}
+fallback_curl() {
+	local p id got f0
+	p=$(port)
+	id=$(hps-vm-peer --bg sh -c "cd $peerwork && exec python3 -m http.server --bind $HPS_PEER $p") ||
+		return 1
+	hps-vm-peer hps-vm-wait-listen --tcp "$p" 60 || { hps-vm-peer --kill "$id"; return 1; }
+	f0=$(fallbacks)
+	got=$(timeout 120 "$run" curl -sSf "http://$HPS_PEER:$p/src" |
+		sha256sum | cut -d' ' -f1)
+	hps-vm-peer --kill "$id"
+	[ "$got" = "$want" ] || { echo "# sha256 '$got', want $want"; return 1; }
+	[ $(($(fallbacks) - f0)) -eq 1 ] ||
+		{ echo "# fallbacks: $(($(fallbacks) - f0)), want 1"; return 1; }
+}
+check "hps_run curl to a plain TCP http.server: falls back, sha256 equal" fallback_curl
 sed 's/^/# /' /proc/net/hps_stat
 
 rm -rf "$work"

@@ -12,6 +12,8 @@
 #                  compared; in make check-full the same over TCP for the
 #                  rates
 #   lighttpd + curl: an 8 MiB (16) GET, keep-alive and a range request
+#   lighttpd (plain TCP, not under hps_run) + hps_run curl: the connection
+#                  falls back to TCP (af_hps.rst, "TCP fallback")
 # A missing program is a failure, not a skip. Prints TAP, the rates as
 # comments and the kselftest totals line.
 #
@@ -74,7 +76,7 @@ echo "TAP version 13"
 full=${HPS_FULL:+1}
 mib=8 ftp_mib=8
 [ -n "$full" ] && mib=16 ftp_mib=100
-echo "1..$((17 + ${full:-0}))"
+echo "1..$((18 + ${full:-0}))"
 
 progs="inetd iperf3 vsftpd lighttpd curl python3 sha256sum"
 have_progs() {
@@ -344,6 +346,33 @@ http_range() {
 }
 check "http range request (206): the right 1 MB" http_range
 [ -n "${http_job:-}" ] && hps-vm-peer --kill "$http_job" >/dev/null 2>&1
+
+# The same lighttpd, but plain TCP, and hps_run's curl: over iWARP the RDMA
+# attempt reaches lighttpd first (af_hps.rst, Limitations), then the
+# connection falls back to TCP.
+fallbacks() {
+	awk '$1 ~ /^fallback_/ && $1 != "fallback_errors" { s += $2 }
+		END { print s + 0 }' /proc/net/hps_stat
+}
+http_fallback() {
+	local url f0 got want
+	http_port=$(port)
+	sed "s/^server.port = .*/server.port = $http_port/" \
+		"$work/lighttpd.conf" >"$work/lighttpd-tcp.conf" || return 1
+	peer_bg lighttpd -D -f "$work/lighttpd-tcp.conf" || return 1
+	http_job=$job
+	hps-vm-peer hps-vm-wait-listen --tcp "$http_port" 60 || return 1
+	url=http://$HPS_PEER:$http_port/big.bin
+	f0=$(fallbacks)
+	got=$(timeout 120 "$run" curl -sSf "$url" | sha256sum | cut -d' ' -f1)
+	want=$(peer_sha "$ptmp/www/big.bin")
+	hps-vm-peer --kill "$http_job" >/dev/null 2>&1
+	[ "$got" = "$want" ] || { echo "# sha256 $got, want $want"; return 1; }
+	[ $(($(fallbacks) - f0)) -eq 1 ] ||
+		{ echo "# fallbacks: $(($(fallbacks) - f0)), want 1"; return 1; }
+}
+check "hps_run curl to a plain TCP lighttpd: falls back, sha256 equal" \
+	http_fallback
 
 sed 's/^/# /' /proc/net/hps_stat
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"

@@ -1030,6 +1030,21 @@ static void pending_record_opt(struct hps_pending *p, int level, int name,
 		memcpy(o->val, val, len);
 }
 
+/*
+ * A connect() on an AF_HPS socket made here goes on over TCP when the peer
+ * cannot do AF_HPS (HPS_TCP_FALLBACK), unless HPS_RUN_FALLBACK=error. A
+ * module without the option answers ENOPROTOOPT: the errors stay, as
+ * before it.
+ */
+static void connect_fallback_on(int fd)
+{
+	int one = 1;
+
+	if (!cfg.fallback_error && cfg.af == AF_HPS)
+		real_setsockopt(fd, SOL_HPS, HPS_TCP_FALLBACK, &one,
+				sizeof(one));
+}
+
 /* ---- moving a pending socket -------------------------------------------- */
 
 static int addr_port(const struct sockaddr_storage *ss)
@@ -1151,6 +1166,7 @@ static int pending_move(int fd, struct hps_pending *p, int dir, int backlog,
 		say_fallback(err);
 		goto fallback;
 	}
+	connect_fallback_on(nfd);
 	if ((fl & O_NONBLOCK) && fcntl(nfd, F_SETFL, O_NONBLOCK)) {
 		err = errno;
 		step = STEP_NONBLOCK;
@@ -1356,6 +1372,7 @@ HPS_EXPORT int socket(int domain, int type, int protocol)
 	fd = real_socket(cfg.af, type, protocol);
 	if (fd >= 0) {
 		dbg("fd %d: %s socket -> hps (%s)", fd, fam_name(domain), why);
+		connect_fallback_on(fd);
 		return fd;
 	}
 	err = errno;
