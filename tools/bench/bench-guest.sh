@@ -54,6 +54,10 @@ redis_clients=50
 redis_cmds=ping,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset
 redis_n=2000
 
+# TCP fallback: transport hps-fb is AF_HPS clients with HPS_TCP_FALLBACK
+# of a plain TCP server (af_hps.rst, "TCP fallback"): its connrate row,
+# beside tcp's and hps's, is what a fallback costs a connection
+#
 # Busy polling: transports hps-bp and tcp-bp are hps and tcp with
 # net.core.busy_read and net.core.busy_poll at busy_us on both nodes
 # (HPS_BENCH_BUSY_US overrides), set before their server starts, so that
@@ -112,6 +116,7 @@ plan() {
 			echo "hb $t pingpong 64"
 			echo "hb $t stream 65536"
 		done
+		echo "hb hps-fb connrate 64"
 		for t in hps-bp tcp-bp; do echo "hb $t pingpong 64"; done
 		[ "$nodes" = 1 ] && echo "lb 2000 0" && echo "lb 2000 $busy_us"
 		for t in hps tcp; do echo "app redis $t $redis_clients"; done
@@ -144,6 +149,7 @@ plan() {
 		hps|tcp) echo "hb $t conns 64 ${HPS_BENCH_CONNS:-$conns_full}" ;;
 		esac
 	done
+	echo "hb hps-fb connrate 64"
 	for t in hps-bp tcp-bp; do
 		for s in 64 4096; do echo "hb $t pingpong $s"; done
 		echo "hb $t fanin 64"
@@ -624,7 +630,10 @@ while read -r kind a b c d <&3; do
 			cur=$a restart=0
 			hb_port=$((hb_port + 10))
 			busy_set "$a"
-			if ! hb_server "${a%-bp}" "$hb_port"; then
+			# hps-fb: AF_HPS clients that fall back, of a TCP server
+			srv=${a%-bp}
+			[ "$srv" = hps-fb ] && srv=tcp
+			if ! hb_server "$srv" "$hb_port"; then
 				peer_stop
 				note "$a: the hps-bench server did not start: $(first_error "$tmp/server")"
 			fi

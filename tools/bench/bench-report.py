@@ -32,6 +32,7 @@ LABEL = {
     'rsocket': 'rsockets',
     'smc': 'SMC-R (AF_SMC, RDMA packets seen)',
     'smc-tcp': 'AF_SMC fallen back to TCP',
+    'hps-fb': 'AF_HPS fallen back to TCP (HPS_TCP_FALLBACK, TCP server)',
 }
 ORDER = list(LABEL)
 
@@ -294,6 +295,7 @@ def headline(rows, configs):
     head += ['64 KiB bandwidth / %s' % n for n, t in refs
              if t != 'verbs-send-event']
     head += ['connections/s / TCP', 'connections/s / raw rdma_cm',
+             'fallen-back connections/s / TCP',
              'conns setup/s / TCP',
              'memory per connection / TCP',
              'redis requests/s / TCP, worst command']
@@ -311,6 +313,8 @@ def headline(rows, configs):
                          val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
         row.append(ratio(val(cfg, 'hps', 'connrate', 64, 'rate_per_s'),
                          val(cfg, 'verbs-cm', 'connrate', 0, 'rate_per_s')))
+        row.append(ratio(val(cfg, 'hps-fb', 'connrate', 64, 'rate_per_s'),
+                         val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
         row.append(ratio(val(cfg, 'hps', 'conns', 64, 'rate_per_s'),
                          val(cfg, 'tcp', 'conns', 64, 'rate_per_s')))
         row.append(pos_ratio(val(cfg, 'hps', 'conns', 64, 'mem_kib_end'),

@@ -11,7 +11,9 @@
  *
  * Transports: hps (AF_HPS, HPS_NODELAY on), tcp (AF_INET/AF_INET6,
  * TCP_NODELAY on), rsocket (librdmacm's rsockets, TCP_NODELAY on) and smc
- * (AF_SMC, which falls back to TCP when SMC-R cannot be used).
+ * (AF_SMC, which falls back to TCP when SMC-R cannot be used); hps-fb, a
+ * client only, is AF_HPS with HPS_TCP_FALLBACK against a tcp server: what a
+ * connection that falls back to TCP costs (connrate).
  * --no-nodelay leaves the client's NODELAY off, so small writes are
  * combined (Nagle for TCP).
  *
@@ -175,8 +177,9 @@ struct srvstat {
 
 /* ---------------------------------------------------------------- ops */
 
-enum transport { T_HPS, T_TCP, T_RSOCKET, T_SMC };
-static const char *const tnames[] = { "hps", "tcp", "rsocket", "smc" };
+enum transport { T_HPS, T_TCP, T_RSOCKET, T_SMC, T_HPS_FB };
+static const char *const tnames[] = { "hps", "tcp", "rsocket", "smc",
+				      "hps-fb" };
 static enum transport tr = T_HPS;
 static int nodelay = 1;	/* --no-nodelay: leave small-write combining on */
 
@@ -192,6 +195,17 @@ static int x_socket(int fam)
 	case T_SMC:
 		/* protocol 0: SMCPROTO_SMC (IPv4), 1: SMCPROTO_SMC6 */
 		return socket(AF_SMC, SOCK_STREAM, fam == AF_INET6 ? 1 : 0);
+	case T_HPS_FB: {
+		/* AF_HPS that falls back to TCP: against a TCP server */
+		int one = 1, fd = socket(AF_HPS, SOCK_STREAM, HPSPROTO_HPS);
+
+		if (fd >= 0 && setsockopt(fd, SOL_HPS, HPS_TCP_FALLBACK, &one,
+					  sizeof(one))) {
+			close(fd);
+			return -1;	/* errno: a module without fallback */
+		}
+		return fd;
+	}
 	}
 	return -1;
 }
@@ -367,7 +381,7 @@ static void set_opts(int fd)
 	}
 	if (!nodelay)
 		return;
-	if (tr == T_HPS) {
+	if (tr == T_HPS || tr == T_HPS_FB) {
 		if (x_setsockopt(fd, SOL_HPS, HPS_NODELAY, &one, sizeof(one)))
 			fprintf(stderr, "%s: warning: HPS_NODELAY: %s\n",
 				prog, strerror(errno));
@@ -1735,7 +1749,8 @@ static void usage(int rc)
 		"       %s --csv-columns\n"
 		"tests: pingpong, stream, bidir, streams, fanin (hotspot), fanout, connrate,\n"
 		"       conns\n"
-		"transports: hps (default), tcp, rsocket, smc; port 20000 by default\n",
+		"transports: hps (default), tcp, rsocket, smc, hps-fb (a client of a tcp\n"
+		"server); port 20000 by default\n",
 		prog, prog, prog);
 	exit(rc);
 }
@@ -1797,10 +1812,10 @@ int main(int argc, char **argv)
 		case 'S': is_server = 1; break;
 		case 'c': client = optarg; break;
 		case 't':
-			for (tr = 0; tr <= T_SMC; tr++)
+			for (tr = 0; tr <= T_HPS_FB; tr++)
 				if (!strcmp(optarg, tnames[tr]))
 					break;
-			if (tr > T_SMC)
+			if (tr > T_HPS_FB)
 				fail("unknown transport %s", optarg);
 			break;
 		case 'b': bind_addr = optarg; break;
