@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Smoke test of the benchmark tool: every hps-bench test, tiny, once for
-# AF_HPS and TCP, pingpong and stream for rsockets, and one stream over
-# AF_SMC; servers on the peer (node 2, or node 1 itself over loopback);
+# AF_HPS and TCP, pingpong and stream for rsockets, one stream over
+# AF_SMC, and connrate of AF_HPS clients that fall back to TCP (hps-fb,
+# against a TCP server, each connection counted); servers on the peer
+# (node 2, or node 1 itself over loopback);
 # on one node, lat-breakdown.sh's stages of a traced pingpong, blocking
 # and busy-polling, ab-modules.sh with the tree's module (reloaded) and
 # redis-cost.sh.
@@ -60,7 +62,7 @@ lb=0
 [ "$HPS_NODES" = 1 ] && lb=4
 
 echo "TAP version 13"
-echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc + lb ))"
+echo "1..$(( ${#tests[@]} + ${#tcp_tests[@]} + ${#rs_tests[@]} + smc + 1 + lb ))"
 
 result() {
 	n=$((n + 1))
@@ -156,6 +158,26 @@ suite hps "${tests[@]}"
 [ ${#tcp_tests[@]} = 0 ] || suite tcp "${tcp_tests[@]}"
 suite rsocket "${rs_tests[@]}"
 [ "$smc" = 0 ] || suite smc "stream --size 65536 --iters 20"
+
+# hps-fb: AF_HPS clients of a TCP server fall back, one fallback each
+fallbacks() {
+	awk '$1 ~ /^fallback_/ && $1 != "fallback_errors" { s += $2 }
+		END { print s + 0 }' /proc/net/hps_stat
+}
+port=$((port + 2))
+if server_start tcp "$port"; then
+	f0=$(fallbacks)
+	run_one hps-fb "$port" connrate --size 64 --iters 5
+	rc=$?
+	# each of the 5, and the client's connections asking the server
+	# for its CPU time
+	[ $rc = 0 ] && [ $(($(fallbacks) - f0)) -ge 5 ] ||
+		{ echo "# fallbacks: $(($(fallbacks) - f0)), want 5 or more"; rc=1; }
+	result $rc "hps-fb connrate (falls back to TCP)"
+	server_stop
+else
+	result 1 "hps-fb connrate (falls back to TCP)"
+fi
 
 # The latency breakdown: every stage found for nearly every message of
 # 200 round trips (220 with the warm-up, 440 messages)

@@ -121,13 +121,13 @@ export HPS_EVERYWHERE=1
 if [ -n "$smoke" ]; then
 	export HPS_CONFIGS=1:rxe
 	export HPS_TESTS=${HPS_TESTS:-"hps_share hps_zcopy hps_hostile \
-hps_errors hps_busypoll final_device_removal"}
+hps_errors hps_busypoll hps_fallback final_device_removal"}
 	export HPS_CHECK_TIMEOUT=${HPS_SMOKE_TIMEOUT:-1500}
 	export HPS_NO_TESTBED_CHECKS=1	# make check ran them
 elif [ -z "${HPS_DEBUG_ALL:-}" ]; then
 	export HPS_FULL_CONFIGS=${HPS_FULL_CONFIGS:-1:rxe}
 	export HPS_SUBSET_TESTS=${HPS_SUBSET_TESTS:-"hps_socket hps_errors \
-hps_sysctl hps_kapi hps_testbed hps_stream hps_zcopy hps_share hps_across \
+hps_sysctl hps_kapi hps_testbed hps_stream hps_zcopy hps_share hps_fallback hps_across \
 hps_peer hps_hostile hps_fuzz hps_trinity hps_scale hps_long hps_link debug_failslab \
 final_device_removal final_peer_death"}
 fi
