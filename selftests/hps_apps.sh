@@ -92,10 +92,7 @@ check "the three connections were AF_HPS connections (conn_active +3)" all_hps
 
 # hps_run, no rules file, against a plain TCP server: connect() falls back
 # to TCP (af_hps.rst, "TCP fallback") and curl gets the file intact.
-fallbacks() {
-	awk '$1 ~ /^fallback_/ && $1 != "fallback_errors" { s += $2 }
-		END { print s + 0 }' /proc/net/hps_stat
-}
+fallbacks() { hps-vm-fallbacks; }
 fallback_curl() {
 	local p id got f0
 	p=$(port)

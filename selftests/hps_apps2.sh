@@ -350,10 +350,7 @@ check "http range request (206): the right 1 MB" http_range
 # The same lighttpd, but plain TCP, and hps_run's curl: over iWARP the RDMA
 # attempt reaches lighttpd first (af_hps.rst, Limitations), then the
 # connection falls back to TCP.
-fallbacks() {
-	awk '$1 ~ /^fallback_/ && $1 != "fallback_errors" { s += $2 }
-		END { print s + 0 }' /proc/net/hps_stat
-}
+fallbacks() { hps-vm-fallbacks; }
 http_fallback() {
 	local url f0 got want
 	http_port=$(port)

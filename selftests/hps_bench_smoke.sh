@@ -160,10 +160,7 @@ suite rsocket "${rs_tests[@]}"
 [ "$smc" = 0 ] || suite smc "stream --size 65536 --iters 20"
 
 # hps-fb: AF_HPS clients of a TCP server fall back, one fallback each
-fallbacks() {
-	awk '$1 ~ /^fallback_/ && $1 != "fallback_errors" { s += $2 }
-		END { print s + 0 }' /proc/net/hps_stat
-}
+fallbacks() { hps-vm-fallbacks; }
 port=$((port + 2))
 if server_start tcp "$port"; then
 	f0=$(fallbacks)
