@@ -80,7 +80,8 @@ static __poll_t hps_poll(struct file *file, struct socket *sock,
 	if (state == TCP_LISTEN) {
 		if (READ_ONCE(sk->sk_err))
 			mask |= EPOLLERR;
-		if (!list_empty_careful(&hs->accept_list))
+		if (!list_empty_careful(&hs->accept_list) ||
+		    hps_fb_acceptable(hs))
 			mask |= EPOLLIN | EPOLLRDNORM;
 		return mask;
 	}
@@ -329,6 +330,8 @@ static void hps_get_info(struct hps_sock *hs, struct hps_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->hpsi_state = READ_ONCE(hs->sk.sk_state);
+	if (hps_fb_lsn(hs))
+		info->hpsi_transport = HPS_TRANSPORT_RDMA_TCP;
 	spin_lock_bh(&hs->lock);
 	if (test_bit(HPS_F_WAS_CONN, &hs->flags)) {
 		info->hpsi_version = HPS_PROTO_VERSION;

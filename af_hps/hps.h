@@ -513,6 +513,10 @@ enum {
  * @fb_spare: the TCP socket connect() made for a fallback (hps_fb_prepare()),
  *	      not connected; it becomes @fb, or goes when the connection is
  *	      up over RDMA or the socket is closed (socket lock)
+ * @fb_lsn: a listener's TCP listening socket on its port, for plain TCP
+ *	    clients (hps_fb_listen()), or NULL. Set once, under the socket
+ *	    lock, with smp_store_release(); read with hps_fb_lsn(). Cleared
+ *	    and closed as @fb is.
  * @fb_error_report: @fb's own sk_error_report, put back at release
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
  * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
@@ -705,6 +709,7 @@ struct hps_sock {
 	struct mem_cgroup	*memcg;
 	struct socket		*fb;
 	struct socket		*fb_spare;
+	struct socket		*fb_lsn;
 	void			(*fb_error_report)(struct sock *sk);
 	bool			fb_on;
 	u8			fb_reason;
@@ -870,6 +875,7 @@ static inline u8 hps_top_cls(u32 max)
 }
 
 void hps_sock_memcg_from(struct hps_sock *hs, struct hps_sock *from);
+void hps_sock_inherit(struct hps_sock *hs, struct hps_sock *lhs);
 
 /* ---- what the tracepoints report (hps_trace.h) ---- */
 
@@ -1257,6 +1263,16 @@ static inline struct socket *hps_fb(const struct hps_sock *hs)
 }
 
 /*
+ * A listener's TCP listening socket, or NULL. Context: any, the file open
+ * (hps_release() closes it); it does not change once set.
+ */
+static inline struct socket *hps_fb_lsn(const struct hps_sock *hs)
+{
+	/* Paired with smp_store_release() in hps_fb_listen(). */
+	return smp_load_acquire(&hs->fb_lsn);
+}
+
+/*
  * What a blocked sendmsg() or recvmsg() that has moved nothing yet gets
  * from its wait when connect() fell back meanwhile: it goes on over TCP.
  */
@@ -1276,6 +1292,10 @@ __poll_t hps_fb_poll(struct file *file, struct socket *sock,
 int hps_fb_setsockopt(struct socket *fb, int level, int optname,
 		      sockptr_t optval, unsigned int optlen);
 void hps_fb_sync(struct hps_sock *hs, struct socket *fb);
+void hps_fb_listen(struct hps_sock *hs, int backlog);
+bool hps_fb_acceptable(const struct hps_sock *hs);
+int hps_fb_accept(struct hps_sock *lhs, struct socket *newsock);
+void hps_fb_listen_close(struct hps_sock *hs, struct socket *lsn);
 
 /* hps_diag.c */
 int hps_diag_register(void);
@@ -1326,6 +1346,7 @@ enum hps_stat {
 	HPS_STAT_FB_UNREACHABLE,
 	HPS_STAT_FB_PEER_ERROR,
 	HPS_STAT_FB_RESOURCE,
+	HPS_STAT_FB_TCP_CLIENT,
 	HPS_STAT_FB_ERRORS,	/* a fallback wanted, but TCP failed to start */
 	HPS_STAT_MAX,
 };

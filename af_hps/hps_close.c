@@ -354,6 +354,9 @@ int hps_shutdown(struct socket *sock, int how)
 		break;
 	case TCP_LISTEN:
 		sk->sk_shutdown |= how;
+		/* TCP's stops listening, as a listener's shutdown() does */
+		if (how & RCV_SHUTDOWN && hs->fb_lsn)
+			kernel_sock_shutdown(hs->fb_lsn, SHUT_RD);
 		break;
 	default:
 		err = -ENOTCONN;
@@ -397,7 +400,7 @@ static void hps_close_listener(struct sock *sk)
  */
 int hps_release(struct socket *sock)
 {
-	struct socket *fb, *spare;
+	struct socket *fb, *lsn, *spare;
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs;
 	bool abort;
@@ -454,10 +457,13 @@ int hps_release(struct socket *sock)
 	 */
 	fb = hs->fb;
 	WRITE_ONCE(hs->fb, NULL);
+	lsn = hs->fb_lsn;
+	WRITE_ONCE(hs->fb_lsn, NULL);
 	spare = hs->fb_spare;
 	hs->fb_spare = NULL;
 	release_sock(sk);
 	hps_fb_close(hs, fb);
+	hps_fb_listen_close(hs, lsn);
 	if (spare)
 		sock_release(spare);
 	sock_put(sk);	/* the socket's own reference (sk_alloc) */

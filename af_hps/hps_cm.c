@@ -200,6 +200,8 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
 	if (sk->sk_state == TCP_LISTEN) {
 		/* accept(): ENODEV once, then EINVAL as on a shut listener */
 		sk->sk_shutdown |= RCV_SHUTDOWN;
+		if (hs->fb_lsn)	/* TCP's stops too, as after shutdown() */
+			kernel_sock_shutdown(hs->fb_lsn, SHUT_RD);
 		WRITE_ONCE(sk->sk_err, ENODEV);
 		sk_error_report(sk);
 	}
@@ -490,6 +492,11 @@ int hps_listen(struct socket *sock, int backlog)
 	}
 	if (sk->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+		/* not after shutdown(), which stopped TCP's too */
+		if (hs->fb_lsn && !(sk->sk_shutdown & RCV_SHUTDOWN))
+			kernel_listen(hs->fb_lsn, backlog);
+		else
+			hps_fb_listen(hs, backlog);	/* option set since */
 		goto out;
 	}
 	err = hps_cm_ensure_id(sk, &created);
@@ -508,6 +515,7 @@ int hps_listen(struct socket *sock, int backlog)
 	sk->sk_ack_backlog = 0;
 	sk->sk_shutdown = 0;
 	hps_set_state(sk, TCP_LISTEN);
+	hps_fb_listen(hs, backlog);	/* plain TCP clients too */
 out:
 	release_sock(sk);
 	return err;
@@ -702,6 +710,7 @@ int hps_accept(struct socket *sock, struct socket *newsock, int flags,
 	DEFINE_WAIT_FUNC(wait, woken_wake_function);
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk), *child = NULL;
+	bool tcp = false;
 	long timeo;
 	int err = 0;
 
@@ -719,6 +728,15 @@ int hps_accept(struct socket *sock, struct socket *newsock, int flags,
 	timeo = sock_rcvtimeo(sk, flags & O_NONBLOCK);
 	add_wait_queue(sk_sleep(sk), &wait);
 	while (list_empty(&hs->accept_list)) {
+		/* a plain TCP client (hps_fb_listen()); EAGAIN: one raced */
+		if (hps_fb_acceptable(hs)) {
+			err = hps_fb_accept(hs, newsock);
+			if (err != -EAGAIN) {
+				tcp = true;
+				break;
+			}
+			err = 0;
+		}
 		if (sk->sk_err) {
 			err = sock_error(sk);
 			break;
@@ -737,12 +755,13 @@ int hps_accept(struct socket *sock, struct socket *newsock, int flags,
 			break;
 		}
 		sk_wait_event(sk, &timeo,
-			      !list_empty(&hs->accept_list) || sk->sk_err ||
+			      !list_empty(&hs->accept_list) ||
+			      hps_fb_acceptable(hs) || sk->sk_err ||
 			      sk->sk_state != TCP_LISTEN ||
 			      sk->sk_shutdown & RCV_SHUTDOWN, &wait);
 	}
 	remove_wait_queue(sk_sleep(sk), &wait);
-	if (!err) {
+	if (!err && !tcp) {
 		child = list_first_entry(&hs->accept_list, struct hps_sock,
 					 accept_node);
 		list_del_init(&child->accept_node);
@@ -856,30 +875,7 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 		goto reject;
 	}
 	chs = hps_sk(sk);
-	hps_sock_memcg_from(chs, lhs);	/* the listener creator's cgroup */
-	sk->sk_rcvbuf = lsk->sk_rcvbuf;
-	sk->sk_sndbuf = lsk->sk_sndbuf;
-	sk->sk_userlocks = lsk->sk_userlocks;
-	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
-	sk->sk_sndtimeo = lsk->sk_sndtimeo;
-	sk->sk_uid = lsk->sk_uid;	/* the owner's, as TCP's children */
-#ifdef CONFIG_NET_RX_BUSY_POLL
-	/* busy polling (SO_BUSY_POLL...), as TCP's children inherit it */
-	WRITE_ONCE(sk->sk_ll_usec, READ_ONCE(lsk->sk_ll_usec));
-	WRITE_ONCE(sk->sk_busy_poll_budget,
-		   READ_ONCE(lsk->sk_busy_poll_budget));
-	WRITE_ONCE(sk->sk_prefer_busy_poll,
-		   READ_ONCE(lsk->sk_prefer_busy_poll));
-#endif
-	chs->zc_thresh = lhs->zc_thresh;
-	chs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
-	/* keepalive options, as TCP's children inherit them */
-	WRITE_ONCE(chs->ka_on, READ_ONCE(lhs->ka_on));
-	WRITE_ONCE(chs->ka_user, READ_ONCE(lhs->ka_user));
-	WRITE_ONCE(chs->ka_idle, READ_ONCE(lhs->ka_idle));
-	WRITE_ONCE(chs->ka_intvl, READ_ONCE(lhs->ka_intvl));
-	WRITE_ONCE(chs->ka_cnt, READ_ONCE(lhs->ka_cnt));
-	WRITE_ONCE(chs->user_timeout, READ_ONCE(lhs->user_timeout));
+	hps_sock_inherit(chs, lhs);
 
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
 	hps_conn_params(chs);

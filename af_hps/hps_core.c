@@ -122,6 +122,44 @@ void hps_sock_memcg_from(struct hps_sock *hs, struct hps_sock *from)
 }
 
 /**
+ * hps_sock_inherit() - what an accepted socket takes from its listener
+ * @hs: the new socket, not yet visible to anybody
+ * @lhs: its listener
+ *
+ * Buffer sizes, timeouts, owner, busy polling, TCP-level and keepalive
+ * options, as TCP's children inherit them, and the memory cgroup of the
+ * listener's creator. Context: process, the listener's socket lock held.
+ */
+void hps_sock_inherit(struct hps_sock *hs, struct hps_sock *lhs)
+{
+	struct sock *sk = &hs->sk, *lsk = &lhs->sk;
+
+	sock_owned_by_me(lsk);
+	hps_sock_memcg_from(hs, lhs);
+	sk->sk_rcvbuf = lsk->sk_rcvbuf;
+	sk->sk_sndbuf = lsk->sk_sndbuf;
+	sk->sk_userlocks = lsk->sk_userlocks;
+	sk->sk_rcvtimeo = lsk->sk_rcvtimeo;
+	sk->sk_sndtimeo = lsk->sk_sndtimeo;
+	sk->sk_uid = lsk->sk_uid;
+#ifdef CONFIG_NET_RX_BUSY_POLL
+	WRITE_ONCE(sk->sk_ll_usec, READ_ONCE(lsk->sk_ll_usec));
+	WRITE_ONCE(sk->sk_busy_poll_budget,
+		   READ_ONCE(lsk->sk_busy_poll_budget));
+	WRITE_ONCE(sk->sk_prefer_busy_poll,
+		   READ_ONCE(lsk->sk_prefer_busy_poll));
+#endif
+	hs->zc_thresh = lhs->zc_thresh;
+	hs->flags = lhs->flags & (BIT(HPS_F_NODELAY) | BIT(HPS_F_CORK));
+	WRITE_ONCE(hs->ka_on, READ_ONCE(lhs->ka_on));
+	WRITE_ONCE(hs->ka_user, READ_ONCE(lhs->ka_user));
+	WRITE_ONCE(hs->ka_idle, READ_ONCE(lhs->ka_idle));
+	WRITE_ONCE(hs->ka_intvl, READ_ONCE(lhs->ka_intvl));
+	WRITE_ONCE(hs->ka_cnt, READ_ONCE(lhs->ka_cnt));
+	WRITE_ONCE(hs->user_timeout, READ_ONCE(lhs->user_timeout));
+}
+
+/**
  * hps_sock_init() - initialise the AF_HPS part of a new socket
  * @hs: the socket, fresh from sk_alloc() and sock_init_data()
  */

@@ -170,7 +170,11 @@ static int hps_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 	if (hps_fb(hs)) {
 		hps_diag_fb(hps_fb(hs), r);
 	} else if (sk->sk_state == TCP_LISTEN) {
-		r->hdiag_rqueue = READ_ONCE(sk->sk_ack_backlog);
+		struct socket *lsn = hps_fb_lsn(hs);
+
+		/* with the TCP clients waiting (hps_fb_listen()) */
+		r->hdiag_rqueue = READ_ONCE(sk->sk_ack_backlog) +
+				  (lsn ? READ_ONCE(lsn->sk->sk_ack_backlog) : 0);
 		r->hdiag_wqueue = READ_ONCE(sk->sk_max_ack_backlog);
 	} else {
 		r->hdiag_rqueue = READ_ONCE(hs->rx_queued);
@@ -194,6 +198,8 @@ static int hps_diag_fill(struct sk_buff *skb, struct netlink_callback *cb,
 		if (hps_fb(hs)) {
 			rd.hdr_transport = HPS_TRANSPORT_TCP;
 			rd.hdr_fallback = hs->fb_reason;
+		} else if (hps_fb_lsn(hs)) {
+			rd.hdr_transport = HPS_TRANSPORT_RDMA_TCP;
 		}
 		if (nla_put(skb, HPS_DIAG_RDMA, sizeof(rd), &rd))
 			goto full;

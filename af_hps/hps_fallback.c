@@ -17,6 +17,12 @@
  * tests at the top of the proto_ops), and the RDMA side is torn down as
  * for a failed connect(), without an error.
  *
+ * A listener that may fall back listens on its port over TCP as well
+ * (hps_fb_listen()), where the transport leaves the port to the TCP stack
+ * (not over iWARP, whose driver listens there itself): accept() hands a
+ * plain TCP client out as an AF_HPS socket that fell back
+ * (hps_fb_adopt()), with the reason HPS_FB_TCP_CLIENT.
+ *
  * The TCP socket wakes our wait queue directly (its sk_wq is ours), so a
  * poll(), epoll or blocked call that started on the connecting socket is
  * woken by TCP's events. Its errors are copied to our sk_err too
@@ -200,6 +206,69 @@ static int hps_fb_addr_len(const struct sockaddr_storage *ss)
 	       sizeof(struct sockaddr_in);
 }
 
+/* The socket may fall back. Context: process, socket lock held. */
+static bool hps_fb_allowed(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+
+	return hs->fb_on && !sk->sk_kern_sock &&
+	       READ_ONCE(hps_net(sock_net(sk))->tcp_fallback) !=
+	       HPS_FB_SYSCTL_NEVER;
+}
+
+/*
+ * Point the TCP socket's events at our wait queue, and with @errors its
+ * errors at our sk_err. Not for a TCP listener's errors: its children are
+ * cloned with its sk_user_data and sk_error_report, and would report
+ * theirs to our listener (and after it is gone). Under the TCP socket's
+ * lock: a connected one's softirq work changes its sk_flags too.
+ * Context: process, our socket lock held (then TCP's).
+ */
+static void hps_fb_attach(struct hps_sock *hs, struct socket *fb, bool errors)
+{
+	struct sock *sk = &hs->sk, *fsk = fb->sk;
+
+	sock_owned_by_me(sk);
+	lock_sock(fsk);
+	write_lock_bh(&fsk->sk_callback_lock);
+	if (errors) {
+		fsk->sk_user_data = hs;
+		hs->fb_error_report = fsk->sk_error_report;
+		fsk->sk_error_report = hps_fb_error_report;
+	}
+	/*
+	 * O_ASYNC: TCP signals through our wait queue's fasync list, which
+	 * is empty (nothing sent) unless the application asked.
+	 */
+	sock_set_flag(fsk, SOCK_FASYNC);
+	rcu_assign_pointer(fsk->sk_wq,
+			   rcu_dereference_protected(sk->sk_wq,
+						     lockdep_sock_is_held(sk)));
+	write_unlock_bh(&fsk->sk_callback_lock);
+	release_sock(fsk);
+}
+
+/*
+ * Give the TCP socket its own wait queue (and with @errors its own
+ * sk_error_report) back and close it. Context: process, may sleep.
+ */
+static void hps_fb_detach_release(struct hps_sock *hs, struct socket *fb,
+				  bool errors)
+{
+	struct sock *fsk = fb->sk;
+
+	write_lock_bh(&fsk->sk_callback_lock);
+	if (errors) {
+		fsk->sk_user_data = NULL;
+		fsk->sk_error_report = hs->fb_error_report;
+	}
+	/* its own wait queue again: ours goes with our socket */
+	rcu_assign_pointer(fsk->sk_wq, &fb->wq);
+	write_unlock_bh(&fsk->sk_callback_lock);
+	/* tcp_close() orphans it: no wakeup of our wait queue after this */
+	sock_release(fb);
+}
+
 /**
  * hps_fb_prepare() - make the TCP socket a fallback would need
  * @hs: a socket about to connect, its peer's address set
@@ -219,9 +288,7 @@ void hps_fb_prepare(struct hps_sock *hs)
 	if (hs->fb_spare &&
 	    hs->fb_spare->sk->sk_family != hs->peer.ss_family)
 		hps_fb_drop_spare(hs);
-	if (hs->fb_spare || !hs->fb_on || sk->sk_kern_sock ||
-	    READ_ONCE(hps_net(sock_net(sk))->tcp_fallback) ==
-	    HPS_FB_SYSCTL_NEVER)
+	if (hs->fb_spare || !hps_fb_allowed(hs))
 		return;
 	if (__sock_create(sock_net(sk), hs->peer.ss_family, SOCK_STREAM,
 			  IPPROTO_TCP, &hs->fb_spare, 0))
@@ -253,30 +320,15 @@ void hps_fb_drop_spare(struct hps_sock *hs)
 static int hps_fb_start(struct hps_sock *hs, int reason)
 {
 	struct socket *fb = hs->fb_spare;
-	struct sock *sk = &hs->sk, *fsk;
 	int err;
 
-	sock_owned_by_me(sk);
+	sock_owned_by_me(&hs->sk);
 	might_sleep();
 	if (!fb)
 		return -ENOBUFS;	/* hps_fb_prepare() could not make it */
 	hs->fb_spare = NULL;
-	fsk = fb->sk;
 	hps_fb_copy_opts(hs, fb);
-	write_lock_bh(&fsk->sk_callback_lock);
-	fsk->sk_user_data = hs;
-	hs->fb_error_report = fsk->sk_error_report;
-	fsk->sk_error_report = hps_fb_error_report;
-	/*
-	 * O_ASYNC: TCP signals through our wait queue's fasync list, which
-	 * is empty (nothing sent) unless the application asked.
-	 */
-	sock_set_flag(fsk, SOCK_FASYNC);
-	rcu_assign_pointer(fsk->sk_wq,
-			   rcu_dereference_protected(sk->sk_wq,
-						     lockdep_sock_is_held(sk)));
-	write_unlock_bh(&fsk->sk_callback_lock);
-
+	hps_fb_attach(hs, fb, true);
 	err = kernel_connect(fb, (struct sockaddr *)&hs->peer,
 			     hps_fb_addr_len(&hs->peer), O_NONBLOCK);
 	if (err && err != -EINPROGRESS) {
@@ -309,12 +361,11 @@ bool hps_fb_try(struct hps_sock *hs, int reason)
 	int err;
 
 	sock_owned_by_me(sk);
-	if (!hs->fb_on || hs->fb || hs->parent || sk->sk_kern_sock ||
+	if (!hps_fb_allowed(hs) || hs->fb || hs->parent ||
 	    !test_bit(HPS_F_ACTIVE, &hs->flags) ||
 	    test_bit(HPS_F_WAS_CONN, &hs->flags) ||
 	    test_bit(HPS_F_ABORTED, &hs->flags) ||
-	    sock_flag(sk, SOCK_DEAD) || !sk->sk_socket ||
-	    READ_ONCE(hps_net(net)->tcp_fallback) == HPS_FB_SYSCTL_NEVER)
+	    sock_flag(sk, SOCK_DEAD) || !sk->sk_socket)
 		return false;
 	if (WARN_ON_ONCE(reason <= HPS_FB_NONE || reason >= __HPS_FB_MAX))
 		reason = HPS_FB_RESOURCE;
@@ -324,11 +375,139 @@ bool hps_fb_try(struct hps_sock *hs, int reason)
 		hps_stat_inc(net, HPS_STAT_FB_ERRORS);
 		return false;
 	}
-	BUILD_BUG_ON(HPS_STAT_FB_RESOURCE - HPS_STAT_FB_NO_DEVICE !=
-		     HPS_FB_RESOURCE - HPS_FB_NO_DEVICE ||
-		     HPS_FB_RESOURCE + 1 != __HPS_FB_MAX);
+	BUILD_BUG_ON(HPS_STAT_FB_TCP_CLIENT - HPS_STAT_FB_NO_DEVICE !=
+		     HPS_FB_TCP_CLIENT - HPS_FB_NO_DEVICE ||
+		     HPS_FB_TCP_CLIENT + 1 != __HPS_FB_MAX);
 	hps_stat_inc(net, HPS_STAT_FB_NO_DEVICE + reason - HPS_FB_NO_DEVICE);
 	return true;
+}
+
+/**
+ * hps_fb_listen() - listen over TCP too, on the listener's port
+ * @hs: a socket that has just started listening over RDMA
+ * @backlog: listen()'s
+ *
+ * For a socket that may fall back, so that plain TCP clients reach the
+ * server too. In the caller's context, as hps_fb_prepare() makes its
+ * socket. Where the TCP stack has the port already (over iWARP the
+ * driver's own listener, or a TCP program) the listener takes AF_HPS
+ * clients only, counted in fallback_errors: listen() does not fail for
+ * what the application did not ask for. Context: process, socket lock held.
+ */
+void hps_fb_listen(struct hps_sock *hs, int backlog)
+{
+	struct sock *sk = &hs->sk;
+	struct net *net = sock_net(sk);
+	struct socket *lsn;
+	int err;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	if (hs->fb_lsn || !hps_fb_allowed(hs) ||
+	    sk->sk_shutdown & RCV_SHUTDOWN)
+		return;
+	err = __sock_create(net, hs->local.ss_family, SOCK_STREAM,
+			    IPPROTO_TCP, &lsn, 0);
+	if (err)
+		goto fail;
+	lsn->sk->sk_reuse = sk->sk_reuse;
+	hps_fb_copy_opts(hs, lsn);	/* what TCP's children inherit */
+	err = kernel_bind(lsn, (struct sockaddr *)&hs->local,
+			  hps_fb_addr_len(&hs->local));
+	if (err) {
+		sock_release(lsn);
+		goto fail;
+	}
+	/* before it listens: every client's wakeup reaches our waiters */
+	hps_fb_attach(hs, lsn, false);
+	err = kernel_listen(lsn, backlog);
+	if (err) {
+		hps_fb_detach_release(hs, lsn, false);
+		goto fail;
+	}
+	smp_store_release(&hs->fb_lsn, lsn);	/* paired with hps_fb_lsn() */
+	return;
+fail:
+	trace_hps_conn_fallback(hs, HPS_FB_TCP_CLIENT, err);
+	hps_stat_inc(net, HPS_STAT_FB_ERRORS);
+}
+
+/**
+ * hps_fb_acceptable() - a TCP client waits in the listener's TCP queue
+ * @hs: a listener
+ *
+ * Context: any, the file open.
+ * Return: true if accept() would find one.
+ */
+bool hps_fb_acceptable(const struct hps_sock *hs)
+{
+	struct socket *lsn = hps_fb_lsn(hs);
+
+	return lsn && !reqsk_queue_empty(&inet_csk(lsn->sk)->icsk_accept_queue);
+}
+
+/**
+ * hps_fb_accept() - take a TCP client from the listener's TCP queue
+ * @lhs: the listener, hps_fb_acceptable()
+ * @newsock: accept()'s new socket
+ *
+ * The AF_HPS socket is made first, so that a client is never taken off
+ * the queue and then dropped. It is one that fell back (HPS_FB_TCP_CLIENT),
+ * with the listener's options, as an accepted AF_HPS connection has them.
+ * Context: process, the listener's socket lock held.
+ * Return: 0, -EAGAIN when another accept() took the client first, or
+ * -errno (-ENOMEM).
+ */
+int hps_fb_accept(struct hps_sock *lhs, struct socket *newsock)
+{
+	struct net *net = sock_net(&lhs->sk);
+	struct socket *tcp;
+	struct hps_sock *hs;
+	struct sock *sk;
+	int err;
+
+	sock_owned_by_me(&lhs->sk);
+	sk = hps_sock_alloc(net, NULL, lhs->sk.sk_kern_sock);
+	if (!sk) {
+		hps_stat_inc(net, HPS_STAT_FB_ERRORS);
+		return -ENOMEM;
+	}
+	err = kernel_accept(lhs->fb_lsn, &tcp, O_NONBLOCK);
+	if (err) {
+		sock_put(sk);	/* never seen: hps_cm_conn_req() does so too */
+		return err;
+	}
+	hs = hps_sk(sk);
+	hps_sock_inherit(hs, lhs);
+	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
+	sock_graft(sk, newsock);
+	newsock->state = SS_CONNECTED;
+	hps_fb_copy_opts(hs, tcp);
+	hps_fb_attach(hs, tcp, true);
+	/* an error before now (a reset while queued), for SO_ERROR */
+	WRITE_ONCE(sk->sk_err, READ_ONCE(tcp->sk->sk_err));
+	hs->fb_reason = HPS_FB_TCP_CLIENT;
+	smp_store_release(&hs->fb, tcp);	/* paired with hps_fb() */
+	release_sock(sk);
+	trace_hps_conn_fallback(hs, HPS_FB_TCP_CLIENT, 0);
+	hps_stat_inc(net, HPS_STAT_FB_TCP_CLIENT);
+	return 0;
+}
+
+/**
+ * hps_fb_listen_close() - close a listener's TCP listening socket
+ * @hs: the listener
+ * @lsn: its TCP listening socket, no longer reachable through @hs->fb_lsn
+ *
+ * Resets the TCP clients not accepted, as TCP's close() does.
+ * Context: process, may sleep.
+ */
+void hps_fb_listen_close(struct hps_sock *hs, struct socket *lsn)
+{
+	if (!lsn)
+		return;
+	might_sleep();
+	hps_fb_detach_release(hs, lsn, false);
 }
 
 /**
@@ -341,21 +520,11 @@ bool hps_fb_try(struct hps_sock *hs, int reason)
  */
 void hps_fb_close(struct hps_sock *hs, struct socket *fb)
 {
-	struct sock *fsk;
-
 	if (!fb)
 		return;
 	might_sleep();
 	hps_fb_sync(hs, fb);	/* SO_LINGER */
-	fsk = fb->sk;
-	write_lock_bh(&fsk->sk_callback_lock);
-	fsk->sk_user_data = NULL;
-	fsk->sk_error_report = hs->fb_error_report;
-	/* its own wait queue again: ours goes with our socket */
-	rcu_assign_pointer(fsk->sk_wq, &fb->wq);
-	write_unlock_bh(&fsk->sk_callback_lock);
-	/* tcp_close() orphans it: no wakeup of our wait queue after this */
-	sock_release(fb);
+	hps_fb_detach_release(hs, fb, true);
 }
 
 /**

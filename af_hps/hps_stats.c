@@ -63,6 +63,7 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_FB_UNREACHABLE] = "fallback_unreachable",
 	[HPS_STAT_FB_PEER_ERROR] = "fallback_peer_error",
 	[HPS_STAT_FB_RESOURCE] = "fallback_resource",
+	[HPS_STAT_FB_TCP_CLIENT] = "fallback_tcp_client",
 	[HPS_STAT_FB_ERRORS] = "fallback_errors",
 };
 

@@ -229,7 +229,8 @@ TRACE_EVENT(hps_conn_connect,
 /*
  * hps_conn_fallback: a connect() whose attempt over RDMA failed goes on
  * over TCP (err 0), or would have but TCP could not start (err, -errno);
- * @reason is HPS_FB_*.
+ * @reason is HPS_FB_*. HPS_FB_TCP_CLIENT: a listener accepted a plain TCP
+ * client (err 0), or could not listen over TCP too (err).
  */
 TRACE_DEFINE_ENUM(HPS_FB_NO_DEVICE);
 TRACE_DEFINE_ENUM(HPS_FB_REFUSED);
@@ -237,6 +238,7 @@ TRACE_DEFINE_ENUM(HPS_FB_REJECTED);
 TRACE_DEFINE_ENUM(HPS_FB_UNREACHABLE);
 TRACE_DEFINE_ENUM(HPS_FB_PEER_ERROR);
 TRACE_DEFINE_ENUM(HPS_FB_RESOURCE);
+TRACE_DEFINE_ENUM(HPS_FB_TCP_CLIENT);
 
 TRACE_EVENT(hps_conn_fallback,
 	    TP_PROTO(const struct hps_sock *hs, int reason, int err),
@@ -258,7 +260,8 @@ TRACE_EVENT(hps_conn_fallback,
 				       { HPS_FB_REJECTED, "rejected" },
 				       { HPS_FB_UNREACHABLE, "unreachable" },
 				       { HPS_FB_PEER_ERROR, "peer_error" },
-				       { HPS_FB_RESOURCE, "resource" }),
+				       { HPS_FB_RESOURCE, "resource" },
+				       { HPS_FB_TCP_CLIENT, "tcp_client" }),
 		      __entry->err)
 );
 

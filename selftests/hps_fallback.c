@@ -16,6 +16,8 @@
 #include <stdatomic.h>
 #include <netinet/tcp.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <fcntl.h>
 
 #include "kselftest_harness.h"
 #include "hps_util.h"
@@ -724,6 +726,349 @@ TEST_F_TIMEOUT(slow, unmodified_client_to_peer_tcp_server, 120)
 	EXPECT_EQ(0, rc);
 	EXPECT_LE(before + 1, fb_count());
 	hps_peer_kill(job);
+}
+
+/*
+ * The listener side: an AF_HPS listener that may fall back listens over TCP
+ * on its port too and hands plain TCP clients out through accept(), as
+ * sockets that fell back (HPS_FB_TCP_CLIENT). Over iWARP the driver holds
+ * the port in the TCP stack, so the listener is RDMA-only there and
+ * fallback_errors counts it (af_hps.rst, Limitations).
+ */
+static bool over_iwarp(void)
+{
+	return !strcmp(hps_env("HPS_RDMA", "rxe"), "siw");
+}
+
+/* @on: HPS_TCP_FALLBACK's value, or -1 to leave the namespace's default */
+static int fb_listener(int on, int *port, int backlog)
+{
+	struct sockaddr_in sin;
+	int i, fd = on < 0 ? socket(AF_HPS, SOCK_STREAM, 0) : fb_socket(on);
+
+	if (fd < 0)
+		return -1;
+	for (i = 0; i < 50; i++) {
+		*port = hps_rand_port();
+		hps_sin(&sin, self_addr(), *port);
+		if (!bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			break;
+	}
+	if (i == 50 || listen(fd, backlog)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int tcp_client(int port)
+{
+	struct sockaddr_in sin;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	hps_sin(&sin, self_addr(), port);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int transport_of(int fd)
+{
+	struct hps_info hi;
+
+	return info(fd, &hi) ? -1 : hi.hpsi_transport;
+}
+
+TEST(tcp_client_to_listener)
+{
+	long tcpc = hps_stat("fallback_tcp_client");
+	long errs = hps_stat("fallback_errors");
+	struct sockaddr_in cname, aname;
+	socklen_t clen = sizeof(cname), alen = sizeof(aname);
+	socklen_t dlen = sizeof(int);
+	struct hps_info hi;
+	int port, l, cfd, afd, dom = 0;
+	char buf[8];
+
+	l = fb_listener(1, &port, 4);
+	ASSERT_LE(0, l);
+	if (over_iwarp()) {
+		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(l));
+		EXPECT_EQ(errs + 1, hps_stat("fallback_errors"));
+		close(l);
+		return;
+	}
+	EXPECT_EQ(HPS_TRANSPORT_RDMA_TCP, transport_of(l));
+	EXPECT_EQ(errs, hps_stat("fallback_errors"));
+	cfd = tcp_client(port);
+	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	afd = accept(l, (struct sockaddr *)&aname, &alen);
+	ASSERT_LE(0, afd) TH_LOG("accept: %s", strerror(errno));
+	ASSERT_EQ(0, getsockname(cfd, (struct sockaddr *)&cname, &clen));
+	EXPECT_EQ(0, memcmp(&cname, &aname, sizeof(cname)));
+	ASSERT_EQ(0, getsockopt(afd, SOL_SOCKET, SO_DOMAIN, &dom, &dlen));
+	EXPECT_EQ(AF_HPS, dom);
+	ASSERT_EQ(0, info(afd, &hi));
+	EXPECT_EQ(HPS_TRANSPORT_TCP, hi.hpsi_transport);
+	EXPECT_EQ(HPS_FB_TCP_CLIENT, hi.hpsi_fallback);
+	EXPECT_EQ(1 /* TCP_ESTABLISHED */, hi.hpsi_state);
+	EXPECT_EQ(tcpc + 1, hps_stat("fallback_tcp_client"));
+	/* the client sends first here; the echo goes the other way too */
+	ASSERT_EQ(8, send(cfd, MAGIC, 8, 0));
+	ASSERT_EQ(8, recv(afd, buf, 8, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(buf, MAGIC, 8));
+	EXPECT_EQ(0, echo_check(cfd, afd, 1 << 20));
+	close(cfd);
+	close(afd);
+	close(l);
+}
+
+/*
+ * AF_HPS and TCP clients at once, taken by two threads sharing the
+ * listener: each accepted socket's transport is the one its client used,
+ * and each gets its own client's bytes.
+ */
+#define NCL	3
+
+struct acc {
+	int l, n;
+	int tag[NCL], transport[NCL];
+	int fd[NCL];
+};
+
+static void *acc_main(void *arg)
+{
+	struct acc *a = arg;
+	char buf[8];
+	int i;
+
+	for (i = 0; i < a->n; i++) {
+		a->fd[i] = accept(a->l, NULL, NULL);
+		a->tag[i] = -1;
+		if (a->fd[i] < 0)
+			continue;
+		a->transport[i] = transport_of(a->fd[i]);
+		if (recv(a->fd[i], buf, 8, MSG_WAITALL) == 8 &&
+		    !memcmp(buf, "HPSTAG", 6))
+			a->tag[i] = (buf[6] - '0') * 10 + buf[7] - '0';
+		send(a->fd[i], buf, 8, 0);	/* back to its client */
+	}
+	return NULL;
+}
+
+TEST(listener_serves_both)
+{
+	struct acc a[2];
+	pthread_t t[2];
+	int port, l, i, j, cfd[2 * NCL], seen[2 * NCL] = { 0 };
+	char buf[8], tag[9];
+
+	if (over_iwarp())
+		return;	/* tcp_client_to_listener checks the listener */
+	l = fb_listener(1, &port, 2 * NCL);
+	ASSERT_LE(0, l);
+	for (i = 0; i < 2; i++) {
+		a[i] = (struct acc){ .l = l, .n = NCL };
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, acc_main, &a[i]));
+	}
+	/* even tags over AF_HPS, odd ones over TCP */
+	for (i = 0; i < 2 * NCL; i++) {
+		cfd[i] = i % 2 ? tcp_client(port) :
+			 hps_connect_to(self_addr(), port);
+		ASSERT_LE(0, cfd[i]) TH_LOG("client %d: %s", i, strerror(errno));
+		snprintf(tag, sizeof(tag), "HPSTAG%02d", i);
+		ASSERT_EQ(8, send(cfd[i], tag, 8, 0));
+	}
+	for (i = 0; i < 2 * NCL; i++) {
+		snprintf(tag, sizeof(tag), "HPSTAG%02d", i);
+		ASSERT_EQ(8, recv(cfd[i], buf, 8, MSG_WAITALL));
+		EXPECT_EQ(0, memcmp(buf, tag, 8));
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		for (j = 0; j < NCL; j++) {
+			int g = a[i].tag[j];
+
+			ASSERT_LE(0, a[i].fd[j]);
+			ASSERT_TRUE(g >= 0 && g < 2 * NCL);
+			seen[g]++;
+			EXPECT_EQ(g % 2 ? HPS_TRANSPORT_TCP :
+				  HPS_TRANSPORT_RDMA, a[i].transport[j]) {
+				TH_LOG("client %d", g);
+			}
+			close(a[i].fd[j]);
+		}
+	}
+	for (i = 0; i < 2 * NCL; i++) {
+		EXPECT_EQ(1, seen[i]);
+		close(cfd[i]);
+	}
+	close(l);
+}
+
+/* poll() and a non-blocking accept() see TCP clients as they see ours. */
+TEST(listener_poll_nonblocking)
+{
+	struct pollfd pfd;
+	int port, l, cfd, afd;
+	char c;
+
+	if (over_iwarp())
+		return;
+	l = fb_listener(1, &port, 4);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, fcntl(l, F_SETFL, O_NONBLOCK));
+	EXPECT_EQ(-1, accept4(l, NULL, NULL, SOCK_NONBLOCK));
+	EXPECT_EQ(EAGAIN, errno);
+	pfd = (struct pollfd){ .fd = l, .events = POLLIN };
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	cfd = tcp_client(port);
+	ASSERT_LE(0, cfd);
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	EXPECT_EQ(POLLIN, pfd.revents);
+	afd = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_TCP, transport_of(afd));
+	EXPECT_EQ(-1, accept4(l, NULL, NULL, SOCK_NONBLOCK));
+	EXPECT_EQ(EAGAIN, errno);
+	/* the accepted socket is non-blocking, as TCP's would be */
+	EXPECT_EQ(-1, recv(afd, &c, 1, 0));
+	EXPECT_EQ(EAGAIN, errno);
+	close(cfd);
+	close(afd);
+	close(l);
+}
+
+/*
+ * A TCP client not yet accepted is reset when the listener closes, as
+ * TCP's listener resets it; after shutdown(SHUT_RD) or close() TCP
+ * clients are refused.
+ */
+TEST(listener_close_and_shutdown)
+{
+	int port, l, cfd;
+	char c;
+
+	if (over_iwarp())
+		return;
+	l = fb_listener(1, &port, 4);
+	ASSERT_LE(0, l);
+	cfd = tcp_client(port);
+	ASSERT_LE(0, cfd);
+	close(l);
+	EXPECT_EQ(-1, recv(cfd, &c, 1, 0));
+	EXPECT_EQ(ECONNRESET, errno);
+	close(cfd);
+	EXPECT_EQ(-1, tcp_client(port));
+	EXPECT_EQ(ECONNREFUSED, errno);
+
+	l = fb_listener(1, &port, 4);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, shutdown(l, SHUT_RD));
+	EXPECT_EQ(-1, tcp_client(port));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	EXPECT_EQ(-1, accept(l, NULL, NULL));
+	EXPECT_EQ(EINVAL, errno);
+	/* listen() again changes the backlog only: both stay shut */
+	EXPECT_EQ(0, listen(l, 8));
+	EXPECT_EQ(-1, tcp_client(port));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	EXPECT_EQ(-1, accept(l, NULL, NULL));
+	EXPECT_EQ(EINVAL, errno);
+	close(l);
+}
+
+/*
+ * A TCP client that resets its connection before it is accepted is
+ * TCP's business: the listener gets no error, poll() no POLLERR, and the
+ * next client is accepted (after the reset one, which TCP hands out too,
+ * with its error).
+ */
+TEST(listener_survives_client_reset)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct pollfd pfd;
+	socklen_t len = sizeof(int);
+	int port, l, c1, c2, afd, i, err = -1, got = 0;
+	char buf[8];
+
+	if (over_iwarp())
+		return;
+	l = fb_listener(1, &port, 4);
+	ASSERT_LE(0, l);
+	c1 = tcp_client(port);
+	ASSERT_LE(0, c1);
+	ASSERT_EQ(0, setsockopt(c1, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	close(c1);	/* RST */
+	usleep(200000);
+	pfd = (struct pollfd){ .fd = l, .events = POLLIN };
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN, pfd.revents);
+	c2 = tcp_client(port);
+	ASSERT_LE(0, c2);
+	ASSERT_EQ(8, send(c2, MAGIC, 8, 0));
+	for (i = 0; i < 2 && !got; i++) {
+		afd = accept(l, NULL, NULL);
+		ASSERT_LE(0, afd) TH_LOG("accept %d: %s", i, strerror(errno));
+		got = recv(afd, buf, 8, MSG_WAITALL) == 8 &&
+		      !memcmp(buf, MAGIC, 8);
+		close(afd);
+	}
+	EXPECT_TRUE(got);
+	EXPECT_EQ(0, getsockopt(l, SOL_SOCKET, SO_ERROR, &err, &len));
+	EXPECT_EQ(0, err);
+	close(c2);
+	close(l);
+}
+
+/*
+ * Without the option (and net.hps.tcp_fallback 1) a listener is RDMA
+ * only; net.hps.tcp_fallback 2 gives every listener the TCP side, 0 none.
+ */
+TEST(listener_option_and_sysctl)
+{
+	int port, l, cfd, afd, one = 1;
+	int want = over_iwarp() ? HPS_TRANSPORT_RDMA : HPS_TRANSPORT_RDMA_TCP;
+
+	l = fb_listener(0, &port, 4);
+	ASSERT_LE(0, l);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(l));
+	if (!over_iwarp()) {
+		EXPECT_EQ(-1, tcp_client(port));
+		EXPECT_EQ(ECONNREFUSED, errno);
+	}
+	/* set after listen(): the next listen() call starts the TCP side */
+	ASSERT_EQ(0, setsockopt(l, SOL_HPS, HPS_TCP_FALLBACK, &one,
+				sizeof(one)));
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(l));
+	ASSERT_EQ(0, listen(l, 4));
+	EXPECT_EQ(want, transport_of(l));
+	close(l);
+
+	ASSERT_EQ(0, set_fb_sysctl(2));
+	l = fb_listener(-1, &port, 4);
+	EXPECT_EQ(0, set_fb_sysctl(1));
+	ASSERT_LE(0, l);
+	EXPECT_EQ(want, transport_of(l));
+	if (!over_iwarp()) {
+		cfd = tcp_client(port);
+		ASSERT_LE(0, cfd);
+		afd = accept(l, NULL, NULL);
+		ASSERT_LE(0, afd);
+		EXPECT_EQ(HPS_TRANSPORT_TCP, transport_of(afd));
+		close(afd);
+		close(cfd);
+	}
+	close(l);
+
+	ASSERT_EQ(0, set_fb_sysctl(0));
+	l = fb_listener(1, &port, 4);
+	EXPECT_EQ(0, set_fb_sysctl(1));
+	ASSERT_LE(0, l);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(l));
+	close(l);
 }
 
 TEST_HARNESS_MAIN

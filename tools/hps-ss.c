@@ -306,6 +306,7 @@ static const char *fallback_str(const struct hps_diag_rdma *rd)
 		[HPS_FB_UNREACHABLE] = "unreachable",
 		[HPS_FB_PEER_ERROR] = "peer_error",
 		[HPS_FB_RESOURCE] = "resource",
+		[HPS_FB_TCP_CLIENT] = "tcp_client",
 	};
 
 	if (rd->hdr_fallback < sizeof(names) / sizeof(names[0]))
@@ -345,7 +346,9 @@ static void show_json(const struct hps_diag_msg *r, struct nlattr **tb,
 	printf("\",\"dev\":\"%s\",\"port\":%u,\"qpn\":%u,", rd.hdr_dev,
 	       rd.hdr_port, rd.hdr_qpn);
 	printf("\"transport\":\"%s\",\"fallback\":\"%s\",",
-	       rd.hdr_transport == HPS_TRANSPORT_TCP ? "tcp" : "rdma",
+	       rd.hdr_transport == HPS_TRANSPORT_TCP ? "tcp" :
+	       rd.hdr_transport == HPS_TRANSPORT_RDMA_TCP ? "rdma+tcp" :
+	       "rdma",
 	       fallback_str(&rd));
 	printf("\"version\":%u,\"credits\":%u,\"peer_credits\":%u,"
 	       "\"rx_bufs\":%u,\"tx_bufs\":%u,\"peer_window\":%u,"
@@ -413,9 +416,11 @@ static void show_text(const struct hps_diag_msg *r, struct nlattr **tb,
 		if (rd.hdr_transport == HPS_TRANSPORT_TCP)
 			printf("\t tcp fallback:%s", fallback_str(&rd));
 		else
-			printf("\t %s/%u qpn:%u",
+			printf("\t %s/%u qpn:%u%s",
 			       rd.hdr_dev[0] ? rd.hdr_dev : "-",
-			       rd.hdr_port, rd.hdr_qpn);
+			       rd.hdr_port, rd.hdr_qpn,
+			       rd.hdr_transport == HPS_TRANSPORT_RDMA_TCP ?
+			       " +tcp" : "");
 		if (fl.hdf_version)
 			printf(" v%u credits:%u/%u peer_credits:%u/%u window:%ux%u/%ux%u tx_bufs:%u",
 			       fl.hdf_version, fl.hdf_credits,

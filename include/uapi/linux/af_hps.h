@@ -44,10 +44,14 @@
 /* struct hps_info.hpsi_transport: what carries the connection */
 #define HPS_TRANSPORT_RDMA	0
 #define HPS_TRANSPORT_TCP	1	/* fell back to TCP */
+#define HPS_TRANSPORT_RDMA_TCP	2	/* a listener that also takes TCP
+					 * clients on its port
+					 */
 
 /*
  * struct hps_info.hpsi_fallback: why the connection attempt over RDMA
- * failed and connect() went on over TCP (Documentation/af_hps.rst, "TCP
+ * failed and connect() went on over TCP, or (HPS_FB_TCP_CLIENT) that a
+ * listener accepted a plain TCP client (Documentation/af_hps.rst, "TCP
  * fallback"). The names are those of /proc/net/hps_stat's fallback_*
  * counters.
  */
@@ -67,6 +71,7 @@ enum {
 	HPS_FB_RESOURCE,	/* a local limit: QP, completion queue entries,
 				 * buffers, net.hps.mem
 				 */
+	HPS_FB_TCP_CLIENT,	/* accepted: the client connected over TCP */
 	__HPS_FB_MAX
 };
 
@@ -88,6 +93,8 @@ enum {
  * @hpsi_mem:		bytes of buffers this end holds now (receive and
  *			send, as charged to net.hps.mem)
  * @hpsi_transport:	HPS_TRANSPORT_RDMA or HPS_TRANSPORT_TCP
+ *			(HPS_TRANSPORT_RDMA_TCP: a listener that takes TCP
+ *			clients too)
  * @hpsi_fallback:	HPS_FB_*: why it is TCP (HPS_FB_NONE if not)
  *
  * New fields are only ever appended; a caller with a shorter structure gets
@@ -217,8 +224,10 @@ enum {
  * @hdr_port:	the device's port number, 0 if none
  * @hdr_qpn:	the connection's QP number, 0 without a QP
  * @hdr_transport: HPS_TRANSPORT_RDMA, or HPS_TRANSPORT_TCP when connect()
- *		fell back (then the state, addresses and queues of struct
- *		hps_diag_msg are the TCP connection's)
+ *		fell back or the client came over TCP (then the state,
+ *		addresses and queues of struct hps_diag_msg are the TCP
+ *		connection's), or HPS_TRANSPORT_RDMA_TCP for a listener
+ *		that takes TCP clients too
  * @hdr_fallback: HPS_FB_*: why it fell back
  */
 struct hps_diag_rdma {
