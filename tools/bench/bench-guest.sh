@@ -56,7 +56,10 @@ redis_n=2000
 
 # TCP fallback: transport hps-fb is AF_HPS clients with HPS_TCP_FALLBACK
 # of a plain TCP server (af_hps.rst, "TCP fallback"): its connrate row,
-# beside tcp's and hps's, is what a fallback costs a connection
+# beside tcp's and hps's, is what a fallback costs a connection; tcp-hps
+# is plain TCP clients of an AF_HPS server with HPS_TCP_FALLBACK, whose
+# listener takes them over TCP (not over iWARP, whose driver holds the
+# port: af_hps.rst, Limitations)
 #
 # Busy polling: transports hps-bp and tcp-bp are hps and tcp with
 # net.core.busy_read and net.core.busy_poll at busy_us on both nodes
@@ -117,6 +120,7 @@ plan() {
 			echo "hb $t stream 65536"
 		done
 		echo "hb hps-fb connrate 64"
+		[ "$rdma" = rxe ] && echo "hb tcp-hps connrate 64"
 		for t in hps-bp tcp-bp; do echo "hb $t pingpong 64"; done
 		[ "$nodes" = 1 ] && echo "lb 2000 0" && echo "lb 2000 $busy_us"
 		for t in hps tcp; do echo "app redis $t $redis_clients"; done
@@ -150,6 +154,7 @@ plan() {
 		esac
 	done
 	echo "hb hps-fb connrate 64"
+	[ "$rdma" = rxe ] && echo "hb tcp-hps connrate 64"
 	for t in hps-bp tcp-bp; do
 		for s in 64 4096; do echo "hb $t pingpong $s"; done
 		echo "hb $t fanin 64"
@@ -439,6 +444,7 @@ server_stop() {
 run_hb() {
 	local t=${1%-bp} test=$2 size=$3 port=$4 knob=${5:-} val=${6:-}
 	local args line rc p0 p1 name=$1 limit=300 f
+	[ "$t" = tcp-hps ] && t=tcp	# the clients are plain TCP
 	progress "$name${knob:+ $knob=${val%\*}} $test $(human "$size")$([ "$test" = conns ] && echo ", $hb_conns connections")"
 	if [ "$t" = smc ] && [ -n "$smc_state" ] && [ "$smc_state" != ok ]; then
 		note "smc $test $(human "$size"): not run: $smc_state"
@@ -630,9 +636,11 @@ while read -r kind a b c d <&3; do
 			cur=$a restart=0
 			hb_port=$((hb_port + 10))
 			busy_set "$a"
-			# hps-fb: AF_HPS clients that fall back, of a TCP server
+			# hps-fb: AF_HPS clients that fall back, of a TCP server;
+			# tcp-hps: TCP clients of a server that may fall back
 			srv=${a%-bp}
 			[ "$srv" = hps-fb ] && srv=tcp
+			[ "$srv" = tcp-hps ] && srv=hps-fb
 			if ! hb_server "$srv" "$hb_port"; then
 				peer_stop
 				note "$a: the hps-bench server did not start: $(first_error "$tmp/server")"

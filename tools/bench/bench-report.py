@@ -33,6 +33,7 @@ LABEL = {
     'smc': 'SMC-R (AF_SMC, RDMA packets seen)',
     'smc-tcp': 'AF_SMC fallen back to TCP',
     'hps-fb': 'AF_HPS fallen back to TCP (HPS_TCP_FALLBACK, TCP server)',
+    'tcp-hps': 'TCP clients of an AF_HPS listener (HPS_TCP_FALLBACK)',
 }
 ORDER = list(LABEL)
 
@@ -296,6 +297,7 @@ def headline(rows, configs):
              if t != 'verbs-send-event']
     head += ['connections/s / TCP', 'connections/s / raw rdma_cm',
              'fallen-back connections/s / TCP',
+             'TCP clients of AF_HPS connections/s / TCP',
              'conns setup/s / TCP',
              'memory per connection / TCP',
              'redis requests/s / TCP, worst command']
@@ -314,6 +316,8 @@ def headline(rows, configs):
         row.append(ratio(val(cfg, 'hps', 'connrate', 64, 'rate_per_s'),
                          val(cfg, 'verbs-cm', 'connrate', 0, 'rate_per_s')))
         row.append(ratio(val(cfg, 'hps-fb', 'connrate', 64, 'rate_per_s'),
+                         val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
+        row.append(ratio(val(cfg, 'tcp-hps', 'connrate', 64, 'rate_per_s'),
                          val(cfg, 'tcp', 'connrate', 64, 'rate_per_s')))
         row.append(ratio(val(cfg, 'hps', 'conns', 64, 'rate_per_s'),
                          val(cfg, 'tcp', 'conns', 64, 'rate_per_s')))
