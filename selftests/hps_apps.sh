@@ -5,7 +5,9 @@
 # (node 2, or itself over RDMA loopback), checked by content: socat moving a
 # file each way, and Python's http.server serving a file to urllib; then
 # hps_run's curl against a plain http.server (not under hps_run), which
-# hps_run reaches by falling back to TCP.
+# hps_run reaches by falling back to TCP, plain curl against an hps_run
+# http.server, whose listener takes it over TCP, and socat used
+# interactively both ways round (af_hps.rst, "TCP fallback").
 # Prints TAP and the kselftest totals line.
 #
 # make check runs it on two nodes over rxe, and hps_apps2.sh over siw: each
@@ -108,6 +110,57 @@ fallback_curl() {
 		{ echo "# fallbacks: $(($(fallbacks) - f0)), want 1"; return 1; }
 }
 check "hps_run curl to a plain TCP http.server: falls back, sha256 equal" fallback_curl
+
+# The other way: plain curl (no hps_run) against an hps_run http.server.
+# Its listener takes TCP clients on its port too (af_hps.rst, "TCP
+# fallback"), and hands this one out as a socket that fell back.
+peer_tcp_clients() {
+	hps-vm-peer awk '$1 == "fallback_tcp_client" { print $2 }' \
+		/proc/net/hps_stat
+}
+plain_curl_to_hps_server() {
+	local p id got c0
+	p=$(port)
+	id=$(hps-vm-peer --bg sh -c "cd $peerwork && exec $run python3 -m http.server --bind $HPS_PEER $p") ||
+		return 1
+	hps-vm-peer hps-vm-wait-listen --tcp "$p" 60 || { hps-vm-peer --kill "$id"; return 1; }
+	c0=$(peer_tcp_clients)
+	got=$(timeout 120 curl -sSf "http://$HPS_PEER:$p/src" |
+		sha256sum | cut -d' ' -f1)
+	hps-vm-peer --kill "$id"
+	[ "$got" = "$want" ] || { echo "# sha256 '$got', want $want"; return 1; }
+	[ $(($(peer_tcp_clients) - c0)) -eq 1 ] ||
+		{ echo "# TCP clients accepted: $(($(peer_tcp_clients) - c0)), want 1"; return 1; }
+}
+check "plain curl to an hps_run http.server: over TCP, sha256 equal" \
+	plain_curl_to_hps_server
+
+# Interactive use, as ssh's: socat line by line, each line's echo read
+# before the next is written, over both fallbacks: a plain client of an
+# hps_run server (EXEC:cat), and an hps_run client of a plain server.
+interactive() {	# SERVER-RUN CLIENT-RUN
+	local srun=$1 crun=$2 p id i line want_line ok=0
+	p=$(port)
+	id=$(hps-vm-peer --bg $srun socat "TCP4-LISTEN:$p,bind=$HPS_PEER,reuseaddr" EXEC:cat) ||
+		return 1
+	hps-vm-peer hps-vm-wait-listen --tcp "$p" 60 || { hps-vm-peer --kill "$id"; return 1; }
+	coproc SOC { timeout 60 $crun socat - "TCP4:$HPS_PEER:$p"; }
+	for i in 1 2 3 4 5; do
+		want_line="line $i $RANDOM$RANDOM"
+		echo "$want_line" >&"${SOC[1]}" || break
+		read -r -t 10 line <&"${SOC[0]}" || break
+		[ "$line" = "$want_line" ] || { echo "# got '$line', want '$want_line'"; break; }
+		ok=$((ok + 1))
+	done
+	[ -z "${SOC[1]:-}" ] || eval "exec ${SOC[1]}>&-"
+	[ -z "${SOC_PID:-}" ] || wait "$SOC_PID"
+	hps-vm-peer --kill "$id" >/dev/null 2>&1
+	[ "$ok" = 5 ] || { echo "# $ok of 5 lines echoed"; return 1; }
+}
+check "interactive socat, plain client to an hps_run server: 5 lines echoed" \
+	interactive "$run" ""
+check "interactive socat, hps_run client to a plain server: 5 lines echoed" \
+	interactive "" "$run"
 sed 's/^/# /' /proc/net/hps_stat
 
 rm -rf "$work"

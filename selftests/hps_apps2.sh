@@ -11,7 +11,8 @@
 #                  passive mode, 8 MiB (16) down in active mode, sha256
 #                  compared; in make check-full the same over TCP for the
 #                  rates
-#   lighttpd + curl: an 8 MiB (16) GET, keep-alive and a range request
+#   lighttpd + curl: an 8 MiB (16) GET, keep-alive and a range request;
+#                  plain curl (not under hps_run) against it
 #   lighttpd (plain TCP, not under hps_run) + hps_run curl: the connection
 #                  falls back to TCP (af_hps.rst, "TCP fallback")
 # A missing program is a failure, not a skip. Prints TAP, the rates as
@@ -345,6 +346,29 @@ http_range() {
 		{ echo "# range sha256 $got, want $want"; return 1; }
 }
 check "http range request (206): the right 1 MB" http_range
+
+# Plain curl (no hps_run) against the hps_run lighttpd. Over RoCE its
+# listener takes TCP clients on its port too; over iWARP the driver holds
+# that port, so the listener is AF_HPS only (fallback_errors counted it at
+# listen()) and curl meets the driver's MPA handshake, which closes it:
+# af_hps.rst, "TCP fallback" and Limitations.
+plain_curl() {
+	local url=http://$HPS_PEER:$http_port/big.bin got want t0=$SECONDS
+	got=$(timeout 60 curl -sS -m 30 "$url" 2>/dev/null | sha256sum |
+		cut -d' ' -f1)
+	want=$(peer_sha "$ptmp/www/big.bin")
+	if [ "$HPS_RDMA" != siw ]; then
+		[ "$got" = "$want" ] || { echo "# sha256 $got, want $want"; return 1; }
+		return 0
+	fi
+	[ "$got" != "$want" ] || { echo "# got the file over iWARP?"; return 1; }
+	[ $((SECONDS - t0)) -lt 30 ] ||
+		{ echo "# curl took $((SECONDS - t0)) s to fail"; return 1; }
+	[ "$(hps-vm-peer awk '$1 == "fallback_errors" { print $2 }' \
+		/proc/net/hps_stat)" -ge 1 ] || { echo "# fallback_errors 0"; return 1; }
+}
+check "plain curl to the hps_run lighttpd: TCP over RoCE; over iWARP refused at once (limitation)" \
+	plain_curl
 [ -n "${http_job:-}" ] && hps-vm-peer --kill "$http_job" >/dev/null 2>&1
 
 # The same lighttpd, but plain TCP, and hps_run's curl: over iWARP the RDMA
