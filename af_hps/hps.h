@@ -433,6 +433,7 @@ enum {
 	HPS_W_ZC_REAP,		/* an orphaned RDMA Read completed */
 	HPS_W_RX_DEAD,		/* abandoned SRCAVAILs hold receive buffers */
 	HPS_W_RESIZE,		/* buffers to allocate, resize or free */
+	HPS_W_FB_DEADLINE,	/* the attempt over RDMA took too long */
 };
 
 /**
@@ -518,6 +519,9 @@ enum {
  *	    lock, with smp_store_release(); read with hps_fb_lsn(). Cleared
  *	    and closed as @fb is.
  * @fb_error_report: @fb's own sk_error_report, put back at release
+ * @fb_timer: ends the attempt over RDMA of a socket that may fall back
+ *	      after %HPS_FB_DEADLINE (hps_fb_deadline()); pending only while
+ *	      @fb_spare exists, and holds a socket reference while pending
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
  * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
  * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
@@ -711,6 +715,7 @@ struct hps_sock {
 	struct socket		*fb_spare;
 	struct socket		*fb_lsn;
 	void			(*fb_error_report)(struct sock *sk);
+	struct timer_list	fb_timer;
 	bool			fb_on;
 	u8			fb_reason;
 	struct timer_list	idle_timer;
@@ -1273,6 +1278,15 @@ static inline struct socket *hps_fb_lsn(const struct hps_sock *hs)
 }
 
 /*
+ * How long a socket that may fall back waits for its connection over RDMA
+ * before it goes on over TCP: more than an AF_HPS peer takes to answer
+ * (milliseconds; a burst of connects under emulation, under a second),
+ * far less than rdma_cm's retries to a silent host (about 100 s over
+ * RoCE: a peer without an RDMA device never answers).
+ */
+#define HPS_FB_DEADLINE		(3 * HZ)
+
+/*
  * What a blocked sendmsg() or recvmsg() that has moved nothing yet gets
  * from its wait when connect() fell back meanwhile: it goes on over TCP.
  */
@@ -1296,6 +1310,8 @@ void hps_fb_listen(struct hps_sock *hs, int backlog);
 bool hps_fb_acceptable(const struct hps_sock *hs);
 int hps_fb_accept(struct hps_sock *lhs, struct socket *newsock);
 void hps_fb_listen_close(struct hps_sock *hs, struct socket *lsn);
+void hps_fb_deadline(struct timer_list *t);
+struct rdma_cm_id *hps_fb_deadline_work(struct hps_sock *hs);
 
 /* hps_diag.c */
 int hps_diag_register(void);

@@ -302,6 +302,8 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 		id = hps_cm_dev_gone(hs);
 	if (test_bit(HPS_W_STATE, &work))
 		hps_update_state(hs);
+	if (!id && test_bit(HPS_W_FB_DEADLINE, &work))
+		id = hps_fb_deadline_work(hs);
 	down = test_bit(HPS_F_FIN_DONE, &hs->flags) &&
 	       (sock_flag(sk, SOCK_DEAD) ||
 		test_bit(HPS_F_FIN_RCVD, &hs->flags));
@@ -461,6 +463,7 @@ int hps_release(struct socket *sock)
 	WRITE_ONCE(hs->fb_lsn, NULL);
 	spare = hs->fb_spare;
 	hs->fb_spare = NULL;
+	sk_stop_timer(sk, &hs->fb_timer);
 	release_sock(sk);
 	hps_fb_close(hs, fb);
 	hps_fb_listen_close(hs, lsn);

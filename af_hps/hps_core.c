@@ -187,6 +187,7 @@ void hps_sock_init(struct hps_sock *hs)
 	timer_setup(&hs->ka_timer, hps_tx_keepalive, 0);
 	timer_setup(&hs->zc_timer, hps_zc_rd_timeout, 0);
 	timer_setup(&hs->idle_timer, hps_rx_idle, 0);
+	timer_setup(&hs->fb_timer, hps_fb_deadline, 0);
 	hs->ka_cqe.done = hps_tx_ka_done;
 	hs->fence_cqe.done = hps_tx_fence_done;
 	timer_setup(&hs->cover_timer, hps_tx_cover_timer, 0);

@@ -288,11 +288,67 @@ void hps_fb_prepare(struct hps_sock *hs)
 	if (hs->fb_spare &&
 	    hs->fb_spare->sk->sk_family != hs->peer.ss_family)
 		hps_fb_drop_spare(hs);
-	if (hs->fb_spare || !hps_fb_allowed(hs))
+	if (!hps_fb_allowed(hs))
 		return;
-	if (__sock_create(sock_net(sk), hs->peer.ss_family, SOCK_STREAM,
-			  IPPROTO_TCP, &hs->fb_spare, 0))
+	/* (one an earlier attempt did not use will do) */
+	if (!hs->fb_spare &&
+	    __sock_create(sock_net(sk), hs->peer.ss_family, SOCK_STREAM,
+			  IPPROTO_TCP, &hs->fb_spare, 0)) {
 		hs->fb_spare = NULL;
+		return;
+	}
+	/* this attempt's deadline */
+	sk_reset_timer(sk, &hs->fb_timer, jiffies + HPS_FB_DEADLINE);
+}
+
+/**
+ * hps_fb_deadline() - fb_timer: the attempt over RDMA took too long
+ * @t: hps_sock.fb_timer
+ *
+ * Context: timer (softirq).
+ */
+void hps_fb_deadline(struct timer_list *t)
+{
+	struct hps_sock *hs = from_timer(hs, t, fb_timer);
+
+	hps_connd_kick(hs, HPS_W_FB_DEADLINE);
+	sock_put(&hs->sk);	/* from sk_reset_timer() */
+}
+
+/**
+ * hps_fb_deadline_work() - give up on RDMA, go on over TCP
+ * @hs: a socket whose attempt over RDMA passed %HPS_FB_DEADLINE
+ *
+ * Unless the attempt ended meanwhile (it came up, failed, or fell back:
+ * the spare TCP socket is gone then) or runs over iWARP, the socket falls
+ * back with the
+ * reason HPS_FB_UNREACHABLE, as when rdma_cm gives up on a host that does
+ * not answer, and the attempt is torn down. If it may not fall back now
+ * (the sysctl was set to 0 since) the attempt goes on.
+ * Context: connection work, socket lock held.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
+ */
+struct rdma_cm_id *hps_fb_deadline_work(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+
+	struct rdma_cm_id *id = hs->cm_id;
+
+	sock_owned_by_me(sk);
+	if (!hs->fb_spare || sk->sk_state != TCP_SYN_SENT || !id)
+		return NULL;
+	/*
+	 * Over iWARP the attempt is a TCP connection, answered at once by a
+	 * host that is there, and the MPA exchange on it has its own bound
+	 * (siw: 10 s); tearing the QP down in the middle of that exchange
+	 * would wait for it anyway, with the socket lock held.
+	 */
+	if (id->device && rdma_protocol_iwarp(id->device, id->port_num))
+		return NULL;
+	trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, -ETIMEDOUT, ETIMEDOUT);
+	if (!hps_fb_try(hs, HPS_FB_UNREACHABLE))
+		return NULL;
+	return hps_fail(hs, 0);
 }
 
 /**
@@ -309,6 +365,7 @@ void hps_fb_drop_spare(struct hps_sock *hs)
 	if (!spare)
 		return;
 	hs->fb_spare = NULL;
+	sk_stop_timer(&hs->sk, &hs->fb_timer);
 	sock_release(spare);	/* never connected: nothing lingers */
 }
 
@@ -327,6 +384,7 @@ static int hps_fb_start(struct hps_sock *hs, int reason)
 	if (!fb)
 		return -ENOBUFS;	/* hps_fb_prepare() could not make it */
 	hs->fb_spare = NULL;
+	sk_stop_timer(&hs->sk, &hs->fb_timer);
 	hps_fb_copy_opts(hs, fb);
 	hps_fb_attach(hs, fb, true);
 	err = kernel_connect(fb, (struct sockaddr *)&hs->peer,

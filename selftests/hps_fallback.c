@@ -1071,4 +1071,102 @@ TEST(listener_option_and_sysctl)
 	close(l);
 }
 
+/*
+ * The attempt over RDMA has a deadline (HPS_FB_DEADLINE, 3 s): a peer that
+ * does not answer costs that, not rdma_cm's retries (about 100 s over RoCE
+ * to a host without an RDMA device), and the socket falls back with the
+ * reason unreachable. Not over iWARP, whose MPA exchange has its own
+ * bound (siw: 10 s).
+ *
+ * Over rxe: an AF_HPS listener whose first child's setup sleeps 6 s (a
+ * test build's injection point) does not answer in time; the client goes
+ * on over TCP to the same listener, which takes it over TCP, and the RDMA
+ * request, when its setup wakes, is refused (the client gave it up), so
+ * accept() never sees it. Over siw: a TCP server that never reads gets
+ * the MPA request and no answer comes; the fallback is its next
+ * connection.
+ */
+#define INJ_ACCEPT_SETUP	6	/* enum hps_inject_point */
+
+static int inj_param(const char *name, int val)
+{
+	char path[128], buf[16];
+
+	snprintf(path, sizeof(path), "/sys/module/af_hps/parameters/%s", name);
+	snprintf(buf, sizeof(buf), "%d", val);
+	return hps_write_file(path, buf);
+}
+
+TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
+{
+	struct hps_info hi;
+	int port, l, cfd, afd = -1, a2, i;
+	double t0, dt;
+	char buf[8];
+
+	if (access("/sys/module/af_hps/parameters/inject_point", W_OK))
+		SKIP(return, "not a test build of af_hps.ko (make vm-modules)");
+	if (over_iwarp()) {
+		l = tcp_listener(self_addr(), &port);	/* never accepts */
+	} else {
+		l = fb_listener(1, &port, 4);
+		ASSERT_EQ(0, inj_param("inject_ms", 6000));
+		ASSERT_EQ(0, inj_param("inject_point", INJ_ACCEPT_SETUP));
+	}
+	ASSERT_LE(0, l);
+	cfd = fb_socket(1);
+	ASSERT_LE(0, cfd);
+	t0 = hps_now();
+	ASSERT_EQ(0, fb_connect(cfd, self_addr(), port)) {
+		TH_LOG("connect: %s", strerror(errno));
+		inj_param("inject_point", 0);
+	}
+	dt = hps_now() - t0;
+	ASSERT_EQ(0, info(cfd, &hi));
+	EXPECT_EQ(HPS_TRANSPORT_TCP, hi.hpsi_transport);
+	if (over_iwarp()) {
+		/* no deadline: siw's MPA timeout (10 s) bounds it */
+		EXPECT_GT(14.0, dt);
+		EXPECT_TRUE(hi.hpsi_fallback == HPS_FB_PEER_ERROR ||
+			    hi.hpsi_fallback == HPS_FB_UNREACHABLE) {
+			TH_LOG("reason %u after %.1f s", hi.hpsi_fallback, dt);
+		}
+	} else {
+		EXPECT_LT(2.5, dt);
+		EXPECT_GT(5.5, dt);
+		EXPECT_EQ(HPS_FB_UNREACHABLE, hi.hpsi_fallback);
+	}
+	ASSERT_EQ(8, send(cfd, MAGIC, 8, 0));
+	/* over siw the first connection is the MPA request's */
+	for (i = 0; i < 2; i++) {
+		afd = accept(l, NULL, NULL);
+		ASSERT_LE(0, afd);
+		if (recv(afd, buf, 8, MSG_WAITALL) == 8 &&
+		    !memcmp(buf, MAGIC, 8))
+			break;
+		close(afd);
+		afd = -1;
+		ASSERT_TRUE(over_iwarp());
+	}
+	ASSERT_LE(0, afd);
+	if (!over_iwarp()) {
+		EXPECT_EQ(HPS_TRANSPORT_TCP, transport_of(afd));
+		/* the injection point disarmed itself: the request was seen */
+		EXPECT_EQ(0, hps_read_long("/sys/module/af_hps/parameters/inject_point"));
+		/* past the child's 6 s: it was refused, never queued */
+		while (hps_now() - t0 < 7.5)
+			usleep(100000);
+		ASSERT_EQ(0, fcntl(l, F_SETFL, O_NONBLOCK));
+		a2 = accept(l, NULL, NULL);
+		EXPECT_EQ(-1, a2);
+		EXPECT_EQ(EAGAIN, errno);
+		if (a2 >= 0)
+			close(a2);
+	}
+	inj_param("inject_point", 0);
+	close(afd);
+	close(cfd);
+	close(l);
+}
+
 TEST_HARNESS_MAIN
