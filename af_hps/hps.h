@@ -944,6 +944,7 @@ void hps_connd_stop(void);
 void hps_connd_kick(struct hps_sock *hs, int work);
 void hps_connect_queue(struct hps_sock *hs);
 void hps_flags_reset(struct hps_sock *hs);
+bool hps_connd_events_pending(struct hps_sock *hs);
 int hps_connd_queue_event(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			  struct sock *sk);
 

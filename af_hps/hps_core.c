@@ -276,6 +276,24 @@ void hps_connd_kick(struct hps_sock *hs, int work)
 }
 
 /**
+ * hps_connd_events_pending() - rdma_cm events wait for the socket's work
+ * @hs: the socket
+ *
+ * Context: any; with the id's handler mutex held no new one comes.
+ * Return: true if its connection work has events still to handle.
+ */
+bool hps_connd_events_pending(struct hps_sock *hs)
+{
+	unsigned long flags;
+	bool pending;
+
+	spin_lock_irqsave(&hps_connd_lock, flags);
+	pending = !list_empty(&hs->connd_events);
+	spin_unlock_irqrestore(&hps_connd_lock, flags);
+	return pending;
+}
+
+/**
  * hps_connd_queue_event() - copy an rdma_cm event for a socket's work
  * @id: the event's cm_id
  * @ev: the event

@@ -284,6 +284,7 @@ void hps_fb_prepare(struct hps_sock *hs)
 	struct sock *sk = &hs->sk;
 
 	sock_owned_by_me(sk);
+	might_sleep();
 	/* one from an earlier connect() to another address family goes */
 	if (hs->fb_spare &&
 	    hs->fb_spare->sk->sk_family != hs->peer.ss_family)
@@ -320,35 +321,54 @@ void hps_fb_deadline(struct timer_list *t)
  * @hs: a socket whose attempt over RDMA passed %HPS_FB_DEADLINE
  *
  * Unless the attempt ended meanwhile (it came up, failed, or fell back:
- * the spare TCP socket is gone then) or runs over iWARP, the socket falls
- * back with the
+ * the spare TCP socket is gone then), a later connect() armed the timer
+ * again, or the attempt runs over iWARP, the socket falls back with the
  * reason HPS_FB_UNREACHABLE, as when rdma_cm gives up on a host that does
  * not answer, and the attempt is torn down. If it may not fall back now
  * (the sysctl was set to 0 since) the attempt goes on.
+ *
+ * The id's handler mutex is held from the check that no event of the id
+ * waits for this work until the QP is gone: an answer (REP) that arrives
+ * meanwhile finds no QP to move to RTS, and the peer never sees its
+ * request accepted. An answer that came before waits as an event: the
+ * deadline is put off a little, and the event decides.
+ *
  * Context: connection work, socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
  */
 struct rdma_cm_id *hps_fb_deadline_work(struct hps_sock *hs)
 {
+	struct rdma_cm_id *id = hs->cm_id, *destroy = NULL;
 	struct sock *sk = &hs->sk;
 
-	struct rdma_cm_id *id = hs->cm_id;
-
 	sock_owned_by_me(sk);
-	if (!hs->fb_spare || sk->sk_state != TCP_SYN_SENT || !id)
+	might_sleep();
+	if (!hs->fb_spare || sk->sk_state != TCP_SYN_SENT || !id ||
+	    timer_pending(&hs->fb_timer))
 		return NULL;
 	/*
 	 * Over iWARP the attempt is a TCP connection, answered at once by a
 	 * host that is there, and the MPA exchange on it has its own bound
 	 * (siw: 10 s); tearing the QP down in the middle of that exchange
-	 * would wait for it anyway, with the socket lock held.
+	 * would wait for it anyway, with the socket lock held. (@hs->dev is
+	 * set by this work, at ROUTE_RESOLVED, before any MPA exchange.)
 	 */
-	if (id->device && rdma_protocol_iwarp(id->device, id->port_num))
+	if (hs->dev && hs->dev->iwarp)
 		return NULL;
-	trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, -ETIMEDOUT, ETIMEDOUT);
-	if (!hps_fb_try(hs, HPS_FB_UNREACHABLE))
+	rdma_lock_handler(id);
+	if (test_bit(HPS_F_CONNECTING, &hs->flags) ||
+	    hps_connd_events_pending(hs)) {
+		rdma_unlock_handler(id);
+		sk_reset_timer(sk, &hs->fb_timer, jiffies + HZ / 10);
 		return NULL;
-	return hps_fail(hs, 0);
+	}
+	if (hps_fb_try(hs, HPS_FB_UNREACHABLE)) {
+		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, -ETIMEDOUT,
+				       ETIMEDOUT);
+		destroy = hps_fail(hs, 0);
+	}
+	rdma_unlock_handler(id);
+	return destroy;
 }
 
 /**
@@ -362,6 +382,7 @@ void hps_fb_drop_spare(struct hps_sock *hs)
 	struct socket *spare = hs->fb_spare;
 
 	sock_owned_by_me(&hs->sk);
+	might_sleep();
 	if (!spare)
 		return;
 	hs->fb_spare = NULL;
