@@ -15,6 +15,17 @@
  *                                    its list of connections
  *     -> hps_sock.lock (spin, BH)    credits, ring indices, rx ready list,
  *                                    everything the CQ handlers touch
+ *     -> an accepted child's socket  a listener's lock, then its new child's
+ *        lock (SINGLE_DEPTH_NESTING)  (hps_cm_conn_req(), hps_fb_accept())
+ *     -> the cm_id's handler mutex   (rdma_lock_handler()) an id's event
+ *                                    handling, held by the connection work
+ *                                    around rdma_accept() and a fallback's
+ *                                    teardown (hps_fb_deadline_work()); the
+ *                                    event handler under it takes only
+ *                                    hps_connd_lock
+ *     -> a TCP socket's lock         the TCP socket of a fallback, or a
+ *                                    listener's TCP listening socket
+ *                                    (hps_fallback.c); TCP never takes ours
  *
  *   hps_net.socks_lock (spin, BH)    a namespace's socket list; nothing
  *                                    else is taken under it

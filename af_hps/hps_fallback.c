@@ -21,7 +21,9 @@
  * (hps_fb_listen()), where the transport leaves the port to the TCP stack
  * (not over iWARP, whose driver listens there itself): accept() hands a
  * plain TCP client out as an AF_HPS socket that fell back
- * (hps_fb_adopt()), with the reason HPS_FB_TCP_CLIENT.
+ * (hps_fb_accept()), with the reason HPS_FB_TCP_CLIENT. A socket that may
+ * fall back gives its attempt over RDMA up after %HPS_FB_DEADLINE
+ * (hps_fb_deadline_work()), except over iWARP.
  *
  * The TCP socket wakes our wait queue directly (its sk_wq is ours), so a
  * poll(), epoll or blocked call that started on the connecting socket is
