@@ -346,17 +346,8 @@ static int check_sock(struct __test_metadata *_metadata, const char *out,
 
 static int inject(int point, int ms)
 {
-	FILE *f = fopen("/sys/module/af_hps/parameters/inject_ms", "w");
-
-	if (!f)
-		return -1;
-	fprintf(f, "%d\n", ms);
-	fclose(f);
-	f = fopen("/sys/module/af_hps/parameters/inject_point", "w");
-	if (!f)
-		return -1;
-	fprintf(f, "%d\n", point);
-	return fclose(f);
+	return hps_inject_param("inject_ms", ms) ||
+	       hps_inject_param("inject_point", point) ? -1 : 0;
 }
 
 #define INJ_ZC_RD_DONE	4	/* enum hps_inject_point */

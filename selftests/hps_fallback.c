@@ -30,6 +30,11 @@ static const char *self_addr(void)
 	return hps_env("HPS_SELF", "127.0.0.1");
 }
 
+static bool over_iwarp(void)
+{
+	return !strcmp(hps_env("HPS_RDMA", "rxe"), "siw");
+}
+
 static int fb_sysctl(void)
 {
 	return (int)hps_read_long(FB_SYSCTL);
@@ -43,11 +48,12 @@ static int set_fb_sysctl(int v)
 	return hps_write_file(FB_SYSCTL, buf);
 }
 
-/* A plain TCP listener on @addr at a random free port. */
-static int tcp_listener(const char *addr, int *port)
+/* Bind @fd to @addr at a random free port and listen; @fd or -1 (closed). */
+static int listen_at_random_port(int fd, const char *addr, int *port,
+				 int backlog)
 {
 	struct sockaddr_in sin;
-	int i, fd = socket(AF_INET, SOCK_STREAM, 0);
+	int i;
 
 	if (fd < 0)
 		return -1;
@@ -57,11 +63,18 @@ static int tcp_listener(const char *addr, int *port)
 		if (!bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
 			break;
 	}
-	if (i == 50 || listen(fd, 16)) {
+	if (i == 50 || listen(fd, backlog)) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* A plain TCP listener on @addr at a random free port. */
+static int tcp_listener(const char *addr, int *port)
+{
+	return listen_at_random_port(socket(AF_INET, SOCK_STREAM, 0), addr,
+				     port, 16);
 }
 
 /*
@@ -305,7 +318,7 @@ TEST(plain_tcp_server)
 	ASSERT_EQ(0, info(cfd, &hi));
 	EXPECT_EQ(HPS_TRANSPORT_TCP, hi.hpsi_transport);
 	EXPECT_EQ(1 /* TCP_ESTABLISHED */, hi.hpsi_state);
-	if (!strcmp(hps_env("HPS_RDMA", "rxe"), "siw")) {
+	if (over_iwarp()) {
 		/* over iWARP the RDMA attempt reached the server: af_hps.rst */
 		EXPECT_EQ(1, s.others);
 		EXPECT_TRUE(hi.hpsi_fallback == HPS_FB_PEER_ERROR ||
@@ -735,30 +748,12 @@ TEST_F_TIMEOUT(slow, unmodified_client_to_peer_tcp_server, 120)
  * the port in the TCP stack, so the listener is RDMA-only there and
  * fallback_errors counts it (af_hps.rst, Limitations).
  */
-static bool over_iwarp(void)
-{
-	return !strcmp(hps_env("HPS_RDMA", "rxe"), "siw");
-}
-
 /* @on: HPS_TCP_FALLBACK's value, or -1 to leave the namespace's default */
 static int fb_listener(int on, int *port, int backlog)
 {
-	struct sockaddr_in sin;
-	int i, fd = on < 0 ? socket(AF_HPS, SOCK_STREAM, 0) : fb_socket(on);
+	int fd = on < 0 ? socket(AF_HPS, SOCK_STREAM, 0) : fb_socket(on);
 
-	if (fd < 0)
-		return -1;
-	for (i = 0; i < 50; i++) {
-		*port = hps_rand_port();
-		hps_sin(&sin, self_addr(), *port);
-		if (!bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
-			break;
-	}
-	if (i == 50 || listen(fd, backlog)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return listen_at_random_port(fd, self_addr(), port, backlog);
 }
 
 static int tcp_client(int port)
@@ -1088,15 +1083,6 @@ TEST(listener_option_and_sysctl)
  */
 #define INJ_ACCEPT_SETUP	6	/* enum hps_inject_point */
 
-static int inj_param(const char *name, int val)
-{
-	char path[128], buf[16];
-
-	snprintf(path, sizeof(path), "/sys/module/af_hps/parameters/%s", name);
-	snprintf(buf, sizeof(buf), "%d", val);
-	return hps_write_file(path, buf);
-}
-
 TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 {
 	struct hps_info hi;
@@ -1110,8 +1096,8 @@ TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 		l = tcp_listener(self_addr(), &port);	/* never accepts */
 	} else {
 		l = fb_listener(1, &port, 4);
-		ASSERT_EQ(0, inj_param("inject_ms", 6000));
-		ASSERT_EQ(0, inj_param("inject_point", INJ_ACCEPT_SETUP));
+		ASSERT_EQ(0, hps_inject_param("inject_ms", 6000));
+		ASSERT_EQ(0, hps_inject_param("inject_point", INJ_ACCEPT_SETUP));
 	}
 	ASSERT_LE(0, l);
 	cfd = fb_socket(1);
@@ -1119,7 +1105,7 @@ TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 	t0 = hps_now();
 	ASSERT_EQ(0, fb_connect(cfd, self_addr(), port)) {
 		TH_LOG("connect: %s", strerror(errno));
-		inj_param("inject_point", 0);
+		hps_inject_param("inject_point", 0);
 	}
 	dt = hps_now() - t0;
 	ASSERT_EQ(0, info(cfd, &hi));
@@ -1163,7 +1149,7 @@ TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 		if (a2 >= 0)
 			close(a2);
 	}
-	inj_param("inject_point", 0);
+	hps_inject_param("inject_point", 0);
 	close(afd);
 	close(cfd);
 	close(l);

@@ -399,19 +399,6 @@ TEST_F_TIMEOUT(cycles, leave_nothing, 900)
  */
 enum { INJ_ACCEPT_SETUP = 6, INJ_ACCEPT_QUEUE = 7, SLOW_MS = 3000 };
 
-static int inj_param(const char *name, int val)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/module/af_hps/parameters/%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	fprintf(f, "%d\n", val);
-	return fclose(f);
-}
-
 static int inj_point(void)
 {
 	return hps_read_long("/sys/module/af_hps/parameters/inject_point");
@@ -424,7 +411,7 @@ static int slow_connect(const char *addr, int port)
 	struct sockaddr_in sin;
 	int fd, i;
 
-	if (inj_param("inject_ms", SLOW_MS) || inj_param("inject_point",
+	if (hps_inject_param("inject_ms", SLOW_MS) || hps_inject_param("inject_point",
 							 INJ_ACCEPT_SETUP))
 		return -1;
 	fd = socket(AF_HPS, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -502,8 +489,8 @@ FIXTURE_SETUP(setup)
 
 FIXTURE_TEARDOWN(setup)
 {
-	inj_param("inject_point", 0);
-	inj_param("inject_ms", 0);
+	hps_inject_param("inject_point", 0);
+	hps_inject_param("inject_ms", 0);
 	if (self->l >= 0)
 		close(self->l);
 	if (self->c1 >= 0)
@@ -585,8 +572,8 @@ TEST_F_TIMEOUT(setup, accept_queue_keeps_connect_order, 60)
 
 	self->l = hps_listener(&port, 8);
 	ASSERT_GE(self->l, 0);
-	ASSERT_EQ(0, inj_param("inject_ms", 1500));
-	ASSERT_EQ(0, inj_param("inject_point", INJ_ACCEPT_QUEUE));
+	ASSERT_EQ(0, hps_inject_param("inject_ms", 1500));
+	ASSERT_EQ(0, hps_inject_param("inject_point", INJ_ACCEPT_QUEUE));
 	self->c1 = hps_connect_to(addr, port);
 	ASSERT_GE(self->c1, 0) TH_LOG("connect: %s", strerror(errno));
 	/* the point disarms itself when the first child reaches it */

@@ -217,6 +217,19 @@ static inline int hps_write_file(const char *path, const char *val)
 	return ret;
 }
 
+/*
+ * Set a fault injection parameter of a test build of af_hps.ko
+ * (inject_point, inject_ms: af_hps/hps_inject.c); 0 or an errno.
+ */
+static inline int hps_inject_param(const char *name, int val)
+{
+	char path[128], buf[16];
+
+	snprintf(path, sizeof(path), "/sys/module/af_hps/parameters/%s", name);
+	snprintf(buf, sizeof(buf), "%d", val);
+	return hps_write_file(path, buf);
+}
+
 static inline double hps_now(void)
 {
 	struct timespec ts;
