@@ -64,11 +64,31 @@ runs_here() {
 	[ -z "$configs" ] || [[ $configs == *" $here "* ]]
 }
 
+# Copies a test's output and times each case, from its "#  RUN" line (or
+# the previous case's end) to its "ok"/"not ok" line, into "$result.cases"
+# ("test ms case"), for the run's ten slowest cases (testing.rst, "Times").
+case_times() {
+	local l t0=$EPOCHREALTIME t1
+	while IFS= read -r l; do
+		printf '%s\n' "$l"
+		case $l in
+		"#  RUN "*) t0=$EPOCHREALTIME ;;
+		"ok "[0-9]*|"not ok "[0-9]*)
+			t1=$EPOCHREALTIME
+			l=${l#not }
+			l=${l#ok }
+			echo "$1 $(((${t1/./} - ${t0/./}) / 1000)) ${l#* }" >>"$2"
+			t0=$t1 ;;
+		esac
+	done
+}
+
 pass=0 fail=0 skip=0
 # the boot's share of the configuration's time (testing.rst, "Times")
 read -r up _ </proc/uptime
 echo "=== the guest is ready after $up s of uptime"
 : >"$result.times"
+: >"$result.cases"
 : >"$result.failed"
 # A test whose program was not built is a failure, not a silent omission.
 for c in hps_*.c; do
@@ -95,7 +115,8 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	# where node 1's kernel log stood, by its timestamps (a failure's
 	# report below shows what came after)
 	read -r up0 _ </proc/uptime
-	timeout -k 10 "$per_test_timeout" "./$t" 2>&1 | tee "$out"
+	timeout -k 10 "$per_test_timeout" "./$t" 2>&1 |
+		case_times "$t" "$result.cases" | tee "$out"
 	rc=${PIPESTATUS[0]}
 	# the last "# Totals: pass:P fail:F xfail:X xpass:X skip:S error:E"
 	mapfile -t lines <"$out"

@@ -13,13 +13,13 @@
 # run_guest.sh). make check-debug sets HPS_FULL_CONFIGS and
 # HPS_SUBSET_TESTS: the configurations not listed in the first run only
 # the tests listed in the second. At the end: each configuration's time
-# and the ten slowest tests, and the failed tests by name.
+# and the ten slowest tests and cases, and the failed tests by name.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 vm=$top/tools/vm/hps-vm
 res=$top/build/selftests
 mkdir -p "$res"
-rm -f "$res/times.all"
+rm -f "$res/times.all" "$res/cases.all"
 configs=${HPS_CONFIGS:-1:rxe 2:rxe 1:siw 2:siw}
 timeout=${HPS_CHECK_TIMEOUT:-2400}
 
@@ -42,7 +42,7 @@ for c in $configs; do
 	nodes=${c%%:*} rdma=${c#*:}
 	name="$nodes-node $rdma"
 	file=$res/result.$nodes-$rdma
-	rm -f "$file" "$file.failed"
+	rm -f "$file" "$file.failed" "$file.cases"
 	tests=${HPS_TESTS:-} what=
 	if [ -z "$tests" ] && [ -n "${HPS_FULL_CONFIGS:-}" ] &&
 	   [[ " $HPS_FULL_CONFIGS " != *" $c "* ]]; then
@@ -56,6 +56,7 @@ for c in $configs; do
 	vmrc=$?
 	times+=("$name: $(($(date +%s) - t0)) s")
 	[ -f "$file.times" ] && sed "s/^/$c /" "$file.times" >>"$res/times.all"
+	[ -f "$file.cases" ] && sed "s/^/$c /" "$file.cases" >>"$res/cases.all"
 	if [ -f "$file" ]; then
 		read -r p f s <"$file"
 	else
@@ -106,6 +107,12 @@ if [ -s "$res/times.all" ]; then
 	echo "The ten slowest tests:"
 	sort -k3,3nr "$res/times.all" | head -n 10 |
 		awk '{ printf "  %-8s %-26s %5d s\n", $1, $2, $3 }'
+fi
+if [ -s "$res/cases.all" ]; then
+	echo "The ten slowest cases:"
+	sort -k3,3nr "$res/cases.all" | head -n 10 |
+		awk '{ t = $3 / 1000; $3 = ""; c = $1; n = $2; $1 = $2 = ""
+		       sub(/^ +/, ""); printf "  %-8s %-20s %6.1f s  %s\n", c, n, t, $0 }'
 fi
 for f in "${failed[@]}"; do echo "FAILED: $f"; done
 echo "make check took ${elapsed}s"
