@@ -20,6 +20,8 @@ cd "$(dirname "$0")/.." || exit 1
 xfer=./tools/hps_xfer
 fail=0
 port=$((20000 + RANDOM % 20000))
+# each step's time since the start, for the run's log
+step() { echo "# [${SECONDS} s] $*"; }
 
 $xfer -l "$HPS_SELF" $port --count 0 >/tmp/dr_srv.log 2>&1 &
 srv=$!
@@ -46,6 +48,7 @@ if rmmod af_hps 2>/dev/null; then
 	echo "FAIL: rmmod succeeded with open sockets"; fail=1
 fi
 t0=$(date +%s.%N)
+step "rdma link delete"
 timeout 60 rdma link delete "$HPS_IBDEV" || { echo "FAIL: rdma link delete"; fail=1; }
 echo "# rdma link delete took $(echo "$(date +%s.%N) - $t0" | bc) s"
 echo 0 >$inj/inject_point
@@ -53,6 +56,7 @@ echo go >&"${HOLD[1]}"
 timeout 30 cat <&"${HOLD[0]}"
 wait "$hold" || { echo "FAIL: peer_devhold"; fail=1; }
 [ "$noarp" = 1 ] && ip link set "$HPS_IFNAME" arp off
+step "waiting for the client and the server to fail"
 timeout 60 tail --pid=$cli -f /dev/null
 wait $cli; rc=$?
 [ $rc = 0 ] && { echo "FAIL: client did not notice the removal"; fail=1; }
@@ -87,6 +91,7 @@ wait_active() {
 }
 
 # A new device while the module stays loaded
+step "rdma link add"
 if timeout 60 rdma link add "$HPS_IBDEV" type "$HPS_RDMA" netdev "$HPS_IFNAME"; then
 	wait_active
 	xfer_ok "on a device added after the removal"
@@ -95,10 +100,12 @@ else
 fi
 
 # Every socket is closed: the module becomes idle (bounded wait) and unloads.
+step "waiting for the module's references to go"
 for _ in $(seq 300); do
 	[ "$(cat /sys/module/af_hps/refcnt)" = 0 ] && break
 	sleep 0.1
 done
+step "rmmod, insmod"
 rmmod af_hps || { echo "FAIL: rmmod after close"; fail=1; }
 # and loads again, and works
 if insmod ./af_hps.ko; then
@@ -106,6 +113,7 @@ if insmod ./af_hps.ko; then
 else
 	echo "FAIL: insmod after rmmod"; fail=1
 fi
+step "done"
 if [ $fail = 0 ]; then
 	echo "ok 1 device removal under a live transfer, a new device, module reload"
 	echo "# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0"
