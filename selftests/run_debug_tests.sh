@@ -108,6 +108,9 @@ export HPS_TEST_TIMEOUT=${HPS_TEST_TIMEOUT:-2400}
 export HPS_CHECK_TIMEOUT=${HPS_CHECK_TIMEOUT:-10800}
 export HPS_TB_TIMEOUT=${HPS_TB_TIMEOUT:-600}
 export HPS_DEBUG_KERNEL=1
+# PCLMULQDQ for the debug kernel's crc32 (rxe's ICRC), SSE4.2 for its
+# crc32c: the generic ones run under KASAN (testing.rst, "Times")
+export HPS_VM_CPU=${HPS_VM_CPU:-qemu64,+ssse3,+sse4.1,+sse4.2,+pclmulqdq}
 # every test in its configurations, not only those make check runs there
 export HPS_EVERYWHERE=1
 # The whole suite on one node over rxe; elsewhere what depends on the

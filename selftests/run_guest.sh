@@ -69,7 +69,7 @@ runs_here() {
 # ("test ms case"), for the run's ten slowest cases (testing.rst, "Times").
 case_times() {
 	local l t0=$EPOCHREALTIME t1
-	while IFS= read -r l; do
+	while IFS= read -r l || [ -n "$l" ]; do
 		printf '%s\n' "$l"
 		case $l in
 		"#  RUN "*) t0=$EPOCHREALTIME ;;
