@@ -124,7 +124,7 @@ export HPS_EVERYWHERE=1
 if [ -n "$smoke" ]; then
 	export HPS_CONFIGS=1:rxe
 	export HPS_TESTS=${HPS_TESTS:-"hps_share hps_zcopy hps_hostile \
-hps_errors hps_busypoll hps_fallback final_device_removal"}
+hps_errors hps_busypoll hps_fallback hps_mem final_device_removal"}
 	export HPS_CHECK_TIMEOUT=${HPS_SMOKE_TIMEOUT:-1500}
 	export HPS_NO_TESTBED_CHECKS=1	# make check ran them
 	# Jumbo frames: rxe's path MTU 4096 instead of 1024, a quarter of
