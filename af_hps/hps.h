@@ -91,7 +91,7 @@ struct hps_inject_wc;
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
 #define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
-#define HPS_PROTO_VERSION	5
+#define HPS_PROTO_VERSION	6
 
 /**
  * struct hps_hello - CM private data of the connect request and reply
@@ -112,6 +112,35 @@ struct hps_hello {
 	__be16	reserved;
 	__be32	credits;
 	__be32	buf_size;
+} __packed;
+
+/*
+ * The iWARP port query (hps_portq.c): a UDP datagram to the listener's
+ * port, and its answer from there.
+ */
+#define HPS_PORTQ_MAGIC		0x48505051	/* "HPPQ" */
+#define HPS_PORTQ_ASK		1
+#define HPS_PORTQ_ANSWER	2
+
+/**
+ * struct hps_portq - the iWARP port query and its answer, one datagram
+ * @magic: %HPS_PORTQ_MAGIC
+ * @version: protocol version, %HPS_PROTO_VERSION
+ * @type: %HPS_PORTQ_ASK or %HPS_PORTQ_ANSWER
+ * @port: the TCP port the client connects to (the datagram's own)
+ * @nonce: the asker's, echoed in the answer
+ * @rdma_port: answer: the port the listener's RDMA side listens on; 0 in
+ *	       a query
+ * @reserved: must be zero
+ */
+struct hps_portq {
+	__be32	magic;
+	u8	version;
+	u8	type;
+	__be16	port;
+	__be32	nonce;
+	__be16	rdma_port;
+	__be16	reserved;
 } __packed;
 
 enum hps_msg_type {
@@ -445,6 +474,7 @@ enum {
 	HPS_W_RX_DEAD,		/* abandoned SRCAVAILs hold receive buffers */
 	HPS_W_RESIZE,		/* buffers to allocate, resize or free */
 	HPS_W_FB_DEADLINE,	/* the attempt over RDMA took too long */
+	HPS_W_PORTQ,		/* iWARP port query: datagram, error, timer */
 };
 
 /**
@@ -533,6 +563,17 @@ enum {
  * @fb_timer: ends the attempt over RDMA of a socket that may fall back
  *	      after %HPS_FB_DEADLINE (hps_fb_deadline()); pending only while
  *	      @fb_spare exists, and holds a socket reference while pending
+ * @portq: iWARP port query (hps_portq.c): a listener's UDP socket on its
+ *	   port, answering queries, or an active socket's asking the peer's
+ *	   listener, between ADDR_RESOLVED and the answer. Socket lock; its
+ *	   callbacks find us through its sk_user_data, under its
+ *	   sk_callback_lock, cleared before it is released.
+ * @portq_data_ready: @portq's own sk_data_ready, put back at release
+ * @portq_error_report: @portq's own sk_error_report, put back at release
+ * @portq_timer: an active socket's query: the next try, or giving up
+ *		 (hps_portq_timer()); holds a socket reference while pending
+ * @portq_nonce: an active socket's query: echoed in the answer
+ * @portq_tries: an active socket's query: datagrams sent
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
  * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
  * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
@@ -727,6 +768,12 @@ struct hps_sock {
 	struct socket		*fb_lsn;
 	void			(*fb_error_report)(struct sock *sk);
 	struct timer_list	fb_timer;
+	struct socket		*portq;
+	void			(*portq_data_ready)(struct sock *sk);
+	void			(*portq_error_report)(struct sock *sk);
+	struct timer_list	portq_timer;
+	u32			portq_nonce;
+	u8			portq_tries;
 	bool			fb_on;
 	u8			fb_reason;
 	struct timer_list	idle_timer;
@@ -988,6 +1035,9 @@ void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id);
 void hps_cm_connect_work(struct work_struct *work);
 void hps_cm_accept_work(struct hps_sock *hs);
 void hps_cm_release_port(struct hps_sock *hs);
+int hps_cm_bind_held(struct hps_sock *hs, const struct sockaddr_storage *addr);
+struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
+					struct rdma_cm_id *id);
 struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs);
 
 /* hps_wr.c */
@@ -1324,6 +1374,16 @@ int hps_fb_accept(struct hps_sock *lhs, struct socket *newsock);
 void hps_fb_listen_close(struct hps_sock *hs, struct socket *lsn);
 void hps_fb_deadline(struct timer_list *t);
 struct rdma_cm_id *hps_fb_deadline_work(struct hps_sock *hs);
+int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
+			struct rdma_cm_id **destroy);
+
+/* hps_portq.c */
+int hps_portq_listen(struct hps_sock *hs);
+bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id);
+struct rdma_cm_id *hps_portq_work(struct hps_sock *hs);
+struct socket *hps_portq_take(struct hps_sock *hs);
+void hps_portq_release(struct hps_sock *hs, struct socket *sock);
+void hps_portq_timer(struct timer_list *t);
 
 /* hps_diag.c */
 int hps_diag_register(void);
@@ -1376,6 +1436,8 @@ enum hps_stat {
 	HPS_STAT_FB_RESOURCE,
 	HPS_STAT_FB_TCP_CLIENT,
 	HPS_STAT_FB_ERRORS,	/* a fallback wanted, but TCP failed to start */
+	HPS_STAT_PORTQ_ANSWERS,	/* iWARP port queries a listener answered */
+	HPS_STAT_PORTQ_TIMEOUTS, /* a connect()'s port query got no answer */
 	HPS_STAT_MAX,
 };
 

@@ -103,6 +103,7 @@ static struct rdma_cm_id *__hps_teardown(struct hps_sock *hs)
 	}
 	set_bit(HPS_F_TEARDOWN, &hs->flags);
 	hps_cm_release_port(hs);
+	hps_portq_release(hs, hps_portq_take(hs));	/* a query under way */
 	/*
 	 * The timers re-arm themselves only while the connection is up:
 	 * take it down first, then wait for a running one to finish.
@@ -304,6 +305,8 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 		hps_update_state(hs);
 	if (!id && test_bit(HPS_W_FB_DEADLINE, &work))
 		id = hps_fb_deadline_work(hs);
+	if (!id && test_bit(HPS_W_PORTQ, &work))
+		id = hps_portq_work(hs);
 	down = test_bit(HPS_F_FIN_DONE, &hs->flags) &&
 	       (sock_flag(sk, SOCK_DEAD) ||
 		test_bit(HPS_F_FIN_RCVD, &hs->flags));
@@ -402,7 +405,7 @@ static void hps_close_listener(struct sock *sk)
  */
 int hps_release(struct socket *sock)
 {
-	struct socket *fb, *lsn, *spare;
+	struct socket *fb, *lsn, *spare, *portq;
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs;
 	bool abort;
@@ -464,7 +467,9 @@ int hps_release(struct socket *sock)
 	spare = hs->fb_spare;
 	hs->fb_spare = NULL;
 	sk_stop_timer(sk, &hs->fb_timer);
+	portq = hps_portq_take(hs);
 	release_sock(sk);
+	hps_portq_release(hs, portq);
 	hps_fb_close(hs, fb);
 	hps_fb_listen_close(hs, lsn);
 	if (spare)

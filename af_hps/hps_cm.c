@@ -202,6 +202,8 @@ struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs)
 		sk->sk_shutdown |= RCV_SHUTDOWN;
 		if (hs->fb_lsn)	/* TCP's stops too, as after shutdown() */
 			kernel_sock_shutdown(hs->fb_lsn, SHUT_RD);
+		/* iWARP clients: no listener here now (ICMP) */
+		hps_portq_release(hs, hps_portq_take(hs));
 		WRITE_ONCE(sk->sk_err, ENODEV);
 		sk_error_report(sk);
 	}
@@ -292,6 +294,14 @@ static u16 hps_addr_port(const struct sockaddr_storage *ss)
 	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
+static void hps_addr_set_port(struct sockaddr_storage *ss, u16 port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
 /*
  * Bind the id to @addr with a local port that is free in the TCP stack as
  * well as in rdma_cm's port space. iWARP drivers (siw) bind a TCP socket
@@ -307,8 +317,7 @@ static u16 hps_addr_port(const struct sockaddr_storage *ss)
  *
  * Context: process, socket lock held. Return: 0 or -errno.
  */
-static int hps_cm_bind_held(struct hps_sock *hs,
-			    const struct sockaddr_storage *addr)
+int hps_cm_bind_held(struct hps_sock *hs, const struct sockaddr_storage *addr)
 {
 	struct sock *sk = &hs->sk;
 	struct sockaddr_storage a;
@@ -478,7 +487,8 @@ int hps_listen(struct socket *sock, int backlog)
 {
 	struct sock *sk = sock->sk;
 	struct hps_sock *hs = hps_sk(sk);
-	bool created = false;
+	struct rdma_cm_id *destroy = NULL;
+	bool created = false, moved = false;
 	int err = 0;
 
 	if (hps_fb(hs))
@@ -500,24 +510,35 @@ int hps_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	err = hps_cm_ensure_id(sk, &created);
-	if (!err)
+	/* over iWARP, the RDMA side on a port of its own (hps_portq.c) */
+	if (!err && !hps_fb_listen_iwarp(hs, backlog, &destroy))
+		moved = true;
+	else if (!err)
 		err = rdma_listen(hs->cm_id, backlog);
 	if (err) {
 		if (created) {
 			hps_cm_drop_new_id(sk);
+			hps_cm_destroy_id(sk, destroy);
 			return err;
 		}
 		goto out;
 	}
 	hps_cm_release_port(hs);	/* the driver listens on the port */
-	memcpy(&hs->local, &hs->cm_id->route.addr.src_addr, sizeof(hs->local));
+	if (!moved)
+		memcpy(&hs->local, &hs->cm_id->route.addr.src_addr,
+		       sizeof(hs->local));
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
 	sk->sk_ack_backlog = 0;
 	sk->sk_shutdown = 0;
 	hps_set_state(sk, TCP_LISTEN);
-	hps_fb_listen(hs, backlog);	/* plain TCP clients too */
+	if (!moved)
+		hps_fb_listen(hs, backlog);	/* plain TCP clients too */
+	/* iWARP clients ask where the RDMA side is; not beside a TCP side */
+	if (hps_ib_have_iwarp() && (moved || !hs->fb_lsn))
+		hps_portq_listen(hs);
 out:
 	release_sock(sk);
+	hps_cm_destroy_id(sk, destroy);
 	return err;
 }
 
@@ -895,6 +916,8 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 	chs->parent = lsk;
 	lhs->npending++;
 	memcpy(&chs->local, &id->route.addr.src_addr, sizeof(chs->local));
+	/* the listener's port, where its RDMA side moved or not */
+	hps_addr_set_port(&chs->local, hps_addr_port(&lhs->local));
 	memcpy(&chs->peer, &id->route.addr.dst_addr, sizeof(chs->peer));
 	trace_hps_sock_state(chs, sk->sk_state, TCP_SYN_RECV);
 	sk->sk_state = TCP_SYN_RECV;
@@ -1103,6 +1126,28 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	return NULL;
 }
 
+/**
+ * hps_cm_resolve_route() - the address is resolved: resolve the route
+ * @hs: an active socket
+ * @id: its cm_id, ADDR_RESOLVED
+ *
+ * Context: connection work, socket lock held.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
+ */
+struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
+					struct rdma_cm_id *id)
+{
+	int err;
+
+	sock_owned_by_me(&hs->sk);
+	err = rdma_resolve_route(id, HPS_RESOLVE_MS);
+	if (!err)
+		return NULL;
+	trace_hps_conn_connect(hs, RDMA_CM_EVENT_ADDR_RESOLVED, err,
+			       EHOSTUNREACH);
+	return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, EHOSTUNREACH);
+}
+
 /*
  * The outcome of a connection attempt, for the tracepoints: connect() on
  * the active side, the request's new socket on the passive side.
@@ -1166,12 +1211,9 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 
 	switch (event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		err = rdma_resolve_route(id, HPS_RESOLVE_MS);
-		if (err) {
-			trace_hps_conn_connect(hs, event, err, EHOSTUNREACH);
-			destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT,
-							err, EHOSTUNREACH);
-		}
+		/* over iWARP, where the listener's RDMA side is, first */
+		if (!hps_portq_ask(hs, id))
+			destroy = hps_cm_resolve_route(hs, id);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = hps_wr_setup(hs, id);

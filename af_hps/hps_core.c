@@ -98,7 +98,8 @@ static void hps_sock_destruct(struct sock *sk)
 	spin_lock_bh(&hn->socks_lock);
 	hlist_del(&hs->net_node);
 	spin_unlock_bh(&hn->socks_lock);
-	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold);
+	WARN_ON_ONCE(hs->cm_id || hs->qp || hs->dev || hs->port_hold ||
+		     hs->portq);
 	__hps_wr_free_bufs(hs);
 	hps_inject_free(hs);
 	mem_cgroup_put(hs->memcg);
@@ -188,6 +189,7 @@ void hps_sock_init(struct hps_sock *hs)
 	timer_setup(&hs->zc_timer, hps_zc_rd_timeout, 0);
 	timer_setup(&hs->idle_timer, hps_rx_idle, 0);
 	timer_setup(&hs->fb_timer, hps_fb_deadline, 0);
+	timer_setup(&hs->portq_timer, hps_portq_timer, 0);
 	hs->ka_cqe.done = hps_tx_ka_done;
 	hs->fence_cqe.done = hps_tx_fence_done;
 	timer_setup(&hs->cover_timer, hps_tx_cover_timer, 0);

@@ -463,6 +463,41 @@ bool hps_fb_try(struct hps_sock *hs, int reason)
 	return true;
 }
 
+/*
+ * Listen over TCP at @addr (its port 0: one of TCP's choosing). Context:
+ * process, socket lock held. Return: 0 or -errno.
+ */
+static int hps_fb_listen_at(struct hps_sock *hs,
+			    const struct sockaddr_storage *addr, int backlog)
+{
+	struct sock *sk = &hs->sk;
+	struct socket *lsn;
+	int err;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	err = __sock_create(sock_net(sk), addr->ss_family, SOCK_STREAM,
+			    IPPROTO_TCP, &lsn, 0);
+	if (err)
+		return err;
+	lsn->sk->sk_reuse = sk->sk_reuse;
+	hps_fb_copy_opts(hs, lsn);	/* what TCP's children inherit */
+	err = kernel_bind(lsn, (struct sockaddr *)addr, hps_fb_addr_len(addr));
+	if (err) {
+		sock_release(lsn);
+		return err;
+	}
+	/* before it listens: every client's wakeup reaches our waiters */
+	hps_fb_attach(hs, lsn, false);
+	err = kernel_listen(lsn, backlog);
+	if (err) {
+		hps_fb_detach_release(hs, lsn, false);
+		return err;
+	}
+	smp_store_release(&hs->fb_lsn, lsn);	/* paired with hps_fb_lsn() */
+	return 0;
+}
+
 /**
  * hps_fb_listen() - listen over TCP too, on the listener's port
  * @hs: a socket that has just started listening over RDMA
@@ -471,15 +506,14 @@ bool hps_fb_try(struct hps_sock *hs, int reason)
  * For a socket that may fall back, so that plain TCP clients reach the
  * server too. In the caller's context, as hps_fb_prepare() makes its
  * socket. Where the TCP stack has the port already (over iWARP the
- * driver's own listener, or a TCP program) the listener takes AF_HPS
- * clients only, counted in fallback_errors: listen() does not fail for
- * what the application did not ask for. Context: process, socket lock held.
+ * driver's own listener, when hps_fb_listen_iwarp() could not move it, or
+ * a TCP program) the listener takes AF_HPS clients only, counted in
+ * fallback_errors: listen() does not fail for what the application did
+ * not ask for. Context: process, socket lock held.
  */
 void hps_fb_listen(struct hps_sock *hs, int backlog)
 {
 	struct sock *sk = &hs->sk;
-	struct net *net = sock_net(sk);
-	struct socket *lsn;
 	int err;
 
 	sock_owned_by_me(sk);
@@ -487,30 +521,91 @@ void hps_fb_listen(struct hps_sock *hs, int backlog)
 	if (hs->fb_lsn || !hps_fb_allowed(hs) ||
 	    sk->sk_shutdown & RCV_SHUTDOWN)
 		return;
-	err = __sock_create(net, hs->local.ss_family, SOCK_STREAM,
-			    IPPROTO_TCP, &lsn, 0);
+	err = hps_fb_listen_at(hs, &hs->local, backlog);
+	if (err) {
+		trace_hps_conn_fallback(hs, HPS_FB_TCP_CLIENT, err);
+		hps_stat_inc(sock_net(sk), HPS_STAT_FB_ERRORS);
+	}
+}
+
+/**
+ * hps_fb_listen_iwarp() - listen over TCP on the port, over RDMA elsewhere
+ * @hs: a socket about to listen, with its cm_id (bound or not)
+ * @backlog: listen()'s
+ * @destroy: set to a cm_id to destroy after releasing the socket lock, or
+ *	     NULL
+ *
+ * With an iWARP device in use, whose driver would take the listener's
+ * port in the TCP stack, a listener that may fall back takes the port for
+ * TCP and for the port query (hps_portq.c), and its RDMA side listens on
+ * a port of the TCP stack's choosing, with a new cm_id; the one bound to
+ * the port goes (@destroy). The socket's address stays the port's. When
+ * any of that fails, all of it is undone (then @destroy is the new id),
+ * and the caller listens over RDMA on the port, as without iWARP.
+ *
+ * Context: process, socket lock held.
+ * Return: 0 if the RDMA side listens on its own port, else -errno.
+ */
+int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
+			struct rdma_cm_id **destroy)
+{
+	struct sock *sk = &hs->sk;
+	struct rdma_cm_id *old = hs->cm_id;
+	struct sockaddr_storage local, rdma, bound;
+	struct socket *lsn, *udp;
+	int err;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	*destroy = NULL;
+	if (!hps_ib_have_iwarp() || !hps_fb_allowed(hs) || hs->fb_lsn)
+		return -EOPNOTSUPP;
+	memcpy(&bound, &hs->local, sizeof(bound));
+	memcpy(&local, &hs->local, sizeof(local));
+	if (!local.ss_family)	/* not bound: as rdma_listen() binds */
+		local.ss_family = AF_INET;
+	hps_cm_release_port(hs);	/* TCP's listener takes the port */
+	err = hps_fb_listen_at(hs, &local, backlog);
 	if (err)
-		goto fail;
-	lsn->sk->sk_reuse = sk->sk_reuse;
-	hps_fb_copy_opts(hs, lsn);	/* what TCP's children inherit */
-	err = kernel_bind(lsn, (struct sockaddr *)&hs->local,
-			  hps_fb_addr_len(&hs->local));
-	if (err) {
-		sock_release(lsn);
-		goto fail;
-	}
-	/* before it listens: every client's wakeup reaches our waiters */
-	hps_fb_attach(hs, lsn, false);
-	err = kernel_listen(lsn, backlog);
-	if (err) {
-		hps_fb_detach_release(hs, lsn, false);
-		goto fail;
-	}
-	smp_store_release(&hs->fb_lsn, lsn);	/* paired with hps_fb_lsn() */
-	return;
-fail:
-	trace_hps_conn_fallback(hs, HPS_FB_TCP_CLIENT, err);
-	hps_stat_inc(net, HPS_STAT_FB_ERRORS);
+		return err;
+	err = kernel_getsockname(hs->fb_lsn, (struct sockaddr *)&local);
+	if (err < 0)
+		goto undo_tcp;
+	memcpy(&hs->local, &local, sizeof(local));
+	err = hps_portq_listen(hs);
+	if (err)
+		goto undo_tcp;
+	/* the new id, on a port of its own (hps_cm_bind_held()) */
+	hs->cm_id = NULL;
+	err = hps_cm_create_id(sk);
+	if (err)
+		goto undo_udp;
+	memcpy(&rdma, &local, sizeof(rdma));
+	if (rdma.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&rdma)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&rdma)->sin_port = 0;
+	err = hps_cm_bind_held(hs, &rdma);
+	if (!err)
+		err = rdma_listen(hs->cm_id, backlog);
+	hps_cm_release_port(hs);	/* the driver listens on the port */
+	if (err)
+		goto undo_id;
+	*destroy = old;
+	return 0;
+
+undo_id:
+	*destroy = hs->cm_id;
+undo_udp:
+	hs->cm_id = old;
+	udp = hps_portq_take(hs);
+	hps_portq_release(hs, udp);
+undo_tcp:
+	lsn = hs->fb_lsn;
+	WRITE_ONCE(hs->fb_lsn, NULL);
+	hps_fb_detach_release(hs, lsn, false);
+	memcpy(&hs->local, &bound, sizeof(hs->local));
+	return err;
 }
 
 /**

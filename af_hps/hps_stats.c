@@ -65,6 +65,8 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_FB_RESOURCE] = "fallback_resource",
 	[HPS_STAT_FB_TCP_CLIENT] = "fallback_tcp_client",
 	[HPS_STAT_FB_ERRORS] = "fallback_errors",
+	[HPS_STAT_PORTQ_ANSWERS] = "portq_answers",
+	[HPS_STAT_PORTQ_TIMEOUTS] = "portq_timeouts",
 };
 
 /**

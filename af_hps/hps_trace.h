@@ -266,6 +266,26 @@ TRACE_EVENT(hps_conn_fallback,
 );
 
 /*
+ * hps_conn_portq: the outcome of a connect()'s iWARP port query
+ * (hps_portq.c): @result is the RDMA port the peer's listener answered,
+ * -ECONNREFUSED (no listener there) or -ETIMEDOUT (no answer).
+ */
+TRACE_EVENT(hps_conn_portq,
+	    TP_PROTO(const struct hps_sock *hs, int result),
+	    TP_ARGS(hs, result),
+	    TP_STRUCT__entry(__field(const void *, skaddr)
+			     __array(__u8, src, sizeof(struct sockaddr_in6))
+			     __array(__u8, dst, sizeof(struct sockaddr_in6))
+			     __field(int, result)),
+	    TP_fast_assign(hps_tp_sock(&__entry->skaddr, __entry->src,
+				       __entry->dst, hs);
+			   __entry->result = result;),
+	    TP_printk(HPS_TP_SOCK_FMT "result=%d",
+		      __entry->skaddr, __entry->src, __entry->dst,
+		      __entry->result)
+);
+
+/*
  * hps_conn_accept: a listener's connection request, accepted or refused
  * (@outcome, enum hps_accept_outcome), and later the new connection's
  * outcome (established, or failed with @err); @hs is the new socket, or

@@ -81,7 +81,7 @@ static int tcp_listener(const char *addr, int *port)
  * The server: accept until a connection starts with MAGIC. Anything else
  * is closed at once, as a real server closes a request it does not
  * understand (over iWARP, the RDMA attempt's MPA request comes here
- * first: see af_hps.rst).
+ * first when the port query gets no answer: see af_hps.rst).
  */
 struct srv {
 	int l, fd, others;
@@ -318,17 +318,9 @@ TEST(plain_tcp_server)
 	ASSERT_EQ(0, info(cfd, &hi));
 	EXPECT_EQ(HPS_TRANSPORT_TCP, hi.hpsi_transport);
 	EXPECT_EQ(1 /* TCP_ESTABLISHED */, hi.hpsi_state);
-	if (over_iwarp()) {
-		/* over iWARP the RDMA attempt reached the server: af_hps.rst */
-		EXPECT_EQ(1, s.others);
-		EXPECT_TRUE(hi.hpsi_fallback == HPS_FB_PEER_ERROR ||
-			    hi.hpsi_fallback == HPS_FB_REFUSED) {
-			TH_LOG("reason %u", hi.hpsi_fallback);
-		}
-	} else {
-		EXPECT_EQ(0, s.others);
-		EXPECT_EQ(HPS_FB_REFUSED, hi.hpsi_fallback);
-	}
+	/* over iWARP too: the port query found no listener (ICMP) */
+	EXPECT_EQ(0, s.others);
+	EXPECT_EQ(HPS_FB_REFUSED, hi.hpsi_fallback);
 	EXPECT_EQ(before + 1, fb_count());
 	ASSERT_EQ(0, getpeername(cfd, (struct sockaddr *)&peer, &plen));
 	EXPECT_EQ(AF_INET, peer.sin_family);
@@ -722,9 +714,9 @@ TEST_F_TIMEOUT(slow, unmodified_client_to_peer_tcp_server, 120)
 	ASSERT_EQ(0, hps_self_exe(exe));
 	*strrchr(exe, '/') = 0;
 	/*
-	 * --count 0: over iWARP the RDMA attempt's MPA request reaches this
-	 * server first (a limitation, af_hps.rst); it serves that one and
-	 * then the TCP connection.
+	 * --count 0: serve every connection (over iWARP, one whose port
+	 * query gets no answer sends the RDMA attempt's MPA request here
+	 * first: af_hps.rst, Limitations).
 	 */
 	snprintf(cmd, sizeof(cmd),
 		 "sh -c 'exec %s/../tools/hps_xfer --transport tcp -l $HPS_SELF %d --echo --count 0'",
@@ -744,9 +736,11 @@ TEST_F_TIMEOUT(slow, unmodified_client_to_peer_tcp_server, 120)
 /*
  * The listener side: an AF_HPS listener that may fall back listens over TCP
  * on its port too and hands plain TCP clients out through accept(), as
- * sockets that fell back (HPS_FB_TCP_CLIENT). Over iWARP the driver holds
- * the port in the TCP stack, so the listener is RDMA-only there and
- * fallback_errors counts it (af_hps.rst, Limitations).
+ * sockets that fell back (HPS_FB_TCP_CLIENT). Over iWARP, whose driver
+ * would hold the port in the TCP stack, the listener's RDMA side listens on
+ * another port, and AF_HPS clients find it with the port query
+ * (protocol.rst): getsockname() and the accepted sockets' local addresses
+ * still say the listener's port.
  */
 /* @on: HPS_TCP_FALLBACK's value, or -1 to leave the namespace's default */
 static int fb_listener(int on, int *port, int backlog)
@@ -789,12 +783,6 @@ TEST(tcp_client_to_listener)
 
 	l = fb_listener(1, &port, 4);
 	ASSERT_LE(0, l);
-	if (over_iwarp()) {
-		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(l));
-		EXPECT_EQ(errs + 1, hps_stat("fallback_errors"));
-		close(l);
-		return;
-	}
 	EXPECT_EQ(HPS_TRANSPORT_RDMA_TCP, transport_of(l));
 	EXPECT_EQ(errs, hps_stat("fallback_errors"));
 	cfd = tcp_client(port);
@@ -817,6 +805,141 @@ TEST(tcp_client_to_listener)
 	EXPECT_EQ(0, echo_check(cfd, afd, 1 << 20));
 	close(cfd);
 	close(afd);
+	close(l);
+}
+
+/*
+ * The iWARP port query (protocol.rst): over iWARP a listener answers a
+ * query of its port, over UDP on that port, with the port its RDMA side
+ * listens on: another one for a listener with a TCP side, its own for an
+ * RDMA-only one. What is not a well-formed query of that port gets no
+ * answer. AF_HPS clients connect over RDMA all the same, and see the port
+ * they asked for on both ends. Over RoCE nobody answers (port
+ * unreachable).
+ */
+static int udp_to(int port)
+{
+	struct timeval tv = { .tv_usec = 300000 };
+	struct sockaddr_in sin;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	hps_sin(&sin, self_addr(), port);
+	if (fd >= 0 &&
+	    (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	     connect(fd, (struct sockaddr *)&sin, sizeof(sin)))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* struct hps_portq, in network order */
+static void portq_fill(unsigned char *q, int version, int type, int port,
+		       unsigned int nonce, int rdma_port)
+{
+	memset(q, 0, 16);
+	memcpy(q, "HPPQ", 4);
+	q[4] = version;
+	q[5] = type;
+	q[6] = port >> 8;
+	q[7] = port & 0xff;
+	q[8] = nonce >> 24;
+	q[9] = nonce >> 16;
+	q[10] = nonce >> 8;
+	q[11] = nonce;
+	q[12] = rdma_port >> 8;
+	q[13] = rdma_port & 0xff;
+}
+
+TEST(port_query)
+{
+	long answers = hps_stat("portq_answers");
+	struct sockaddr_in sin;
+	socklen_t slen = sizeof(sin);
+	unsigned char q[40], a[40];
+	struct hps_info hi;
+	int port, l, u, cfd, afd, version, rport, i;
+
+	l = fb_listener(1, &port, 4);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, getsockname(l, (struct sockaddr *)&sin, &slen));
+	EXPECT_EQ(htons(port), sin.sin_port);
+	/* an AF_HPS client: over RDMA, the listener's port on both ends */
+	cfd = hps_connect_to(self_addr(), port);
+	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(cfd));
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(afd));
+	ASSERT_EQ(0, getsockname(afd, (struct sockaddr *)&sin, &slen));
+	EXPECT_EQ(htons(port), sin.sin_port);
+	ASSERT_EQ(0, getpeername(cfd, (struct sockaddr *)&sin, &slen));
+	EXPECT_EQ(htons(port), sin.sin_port);
+	EXPECT_EQ(0, echo_check(cfd, afd, 1 << 16));
+	ASSERT_EQ(0, info(cfd, &hi));
+	version = hi.hpsi_version;
+	EXPECT_EQ(over_iwarp() ? answers + 1 : answers,
+		  hps_stat("portq_answers"));
+	close(afd);
+	close(cfd);
+
+	u = udp_to(port);
+	ASSERT_LE(0, u);
+	if (!over_iwarp()) {
+		portq_fill(q, version, 1, port, 0x5a5a0001, 0);
+		ASSERT_EQ(16, send(u, q, 16, 0));
+		EXPECT_EQ(-1, recv(u, a, sizeof(a), 0));
+		EXPECT_EQ(ECONNREFUSED, errno);
+		close(u);
+		close(l);
+		return;
+	}
+	/* none of these is answered */
+	portq_fill(q, version, 1, port, 7, 0);
+	ASSERT_EQ(15, send(u, q, 15, 0));		/* short */
+	ASSERT_EQ(17, send(u, q, 17, 0));		/* long */
+	q[0] ^= 1;
+	ASSERT_EQ(16, send(u, q, 16, 0));		/* magic */
+	portq_fill(q, version + 1, 1, port, 7, 0);
+	ASSERT_EQ(16, send(u, q, 16, 0));		/* version */
+	portq_fill(q, version, 2, port, 7, 0);
+	ASSERT_EQ(16, send(u, q, 16, 0));		/* an answer */
+	portq_fill(q, version, 1, port ^ 1, 7, 0);
+	ASSERT_EQ(16, send(u, q, 16, 0));		/* another port */
+	portq_fill(q, version, 1, port, 7, 9);
+	ASSERT_EQ(16, send(u, q, 16, 0));		/* rdma_port set */
+	portq_fill(q, version, 1, port, 7, 0);
+	q[15] = 1;
+	ASSERT_EQ(16, send(u, q, 16, 0));		/* reserved set */
+	/* this one is */
+	portq_fill(q, version, 1, port, 0x5a5a0001, 0);
+	ASSERT_EQ(16, send(u, q, 16, 0));
+	ASSERT_EQ(16, recv(u, a, sizeof(a), 0));
+	EXPECT_EQ(0, memcmp(a, q, 5));			/* magic, version */
+	EXPECT_EQ(2, a[5]);				/* an answer */
+	EXPECT_EQ(0, memcmp(a + 6, q + 6, 6));		/* port, nonce */
+	rport = a[12] << 8 | a[13];
+	EXPECT_NE(0, rport);
+	EXPECT_NE(port, rport);				/* moved */
+	EXPECT_EQ(0, a[14] | a[15]);
+	EXPECT_EQ(-1, recv(u, a, sizeof(a), 0));	/* only that one */
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(answers + 2, hps_stat("portq_answers"));
+	close(u);
+	close(l);
+
+	/* an RDMA-only listener answers its own port */
+	l = fb_listener(0, &port, 4);
+	ASSERT_LE(0, l);
+	u = udp_to(port);
+	ASSERT_LE(0, u);
+	for (i = 0; i < 2; i++) {	/* the same nonce twice: two answers */
+		portq_fill(q, version, 1, port, 0x5a5a0002, 0);
+		ASSERT_EQ(16, send(u, q, 16, 0));
+		ASSERT_EQ(16, recv(u, a, sizeof(a), 0));
+		EXPECT_EQ(port, a[12] << 8 | a[13]);
+	}
+	close(u);
 	close(l);
 }
 
@@ -860,8 +983,6 @@ TEST(listener_serves_both)
 	int port, l, i, j, cfd[2 * NCL], seen[2 * NCL] = { 0 };
 	char buf[8], tag[9];
 
-	if (over_iwarp())
-		return;	/* tcp_client_to_listener checks the listener */
 	l = fb_listener(1, &port, 2 * NCL);
 	ASSERT_LE(0, l);
 	for (i = 0; i < 2; i++) {
@@ -910,8 +1031,6 @@ TEST(listener_poll_nonblocking)
 	int port, l, cfd, afd;
 	char c;
 
-	if (over_iwarp())
-		return;
 	l = fb_listener(1, &port, 4);
 	ASSERT_LE(0, l);
 	ASSERT_EQ(0, fcntl(l, F_SETFL, O_NONBLOCK));
@@ -946,8 +1065,6 @@ TEST(listener_close_and_shutdown)
 	int port, l, cfd;
 	char c;
 
-	if (over_iwarp())
-		return;
 	l = fb_listener(1, &port, 4);
 	ASSERT_LE(0, l);
 	cfd = tcp_client(port);
@@ -989,8 +1106,6 @@ TEST(listener_survives_client_reset)
 	int port, l, c1, c2, afd, i, err = -1, got = 0;
 	char buf[8];
 
-	if (over_iwarp())
-		return;
 	l = fb_listener(1, &port, 4);
 	ASSERT_LE(0, l);
 	c1 = tcp_client(port);
@@ -1021,6 +1136,9 @@ TEST(listener_survives_client_reset)
 /*
  * Without the option (and net.hps.tcp_fallback 1) a listener is RDMA
  * only; net.hps.tcp_fallback 2 gives every listener the TCP side, 0 none.
+ * Over iWARP an RDMA-only listener's port is the driver's in the TCP stack
+ * (a TCP client meets its MPA handshake), and the option set after
+ * listen() cannot move it: af_hps.rst, Limitations.
  */
 TEST(listener_option_and_sysctl)
 {
@@ -1046,16 +1164,14 @@ TEST(listener_option_and_sysctl)
 	l = fb_listener(-1, &port, 4);
 	EXPECT_EQ(0, set_fb_sysctl(1));
 	ASSERT_LE(0, l);
-	EXPECT_EQ(want, transport_of(l));
-	if (!over_iwarp()) {
-		cfd = tcp_client(port);
-		ASSERT_LE(0, cfd);
-		afd = accept(l, NULL, NULL);
-		ASSERT_LE(0, afd);
-		EXPECT_EQ(HPS_TRANSPORT_TCP, transport_of(afd));
-		close(afd);
-		close(cfd);
-	}
+	EXPECT_EQ(HPS_TRANSPORT_RDMA_TCP, transport_of(l));
+	cfd = tcp_client(port);
+	ASSERT_LE(0, cfd);
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_TCP, transport_of(afd));
+	close(afd);
+	close(cfd);
 	close(l);
 
 	ASSERT_EQ(0, set_fb_sysctl(0));
@@ -1077,16 +1193,88 @@ TEST(listener_option_and_sysctl)
  * test build's injection point) does not answer in time; the client goes
  * on over TCP to the same listener, which takes it over TCP, and the RDMA
  * request, when its setup wakes, is refused (the client gave it up), so
- * accept() never sees it. Over siw: a TCP server that never reads gets
- * the MPA request and no answer comes; the fallback is its next
- * connection.
+ * accept() never sees it. Over siw: a host whose UDP port answers the
+ * port query with nothing it can use (struct sink), and a TCP server there
+ * that never reads: the query gives up (portq_timeouts), no wrong answer
+ * is followed, the server gets the MPA request and no answer comes; the
+ * fallback is its next connection.
  */
 #define INJ_ACCEPT_SETUP	6	/* enum hps_inject_point */
 
+/*
+ * A UDP service on a TCP server's port that answers every datagram with
+ * what an AF_HPS client must not take (protocol.rst, "iWARP port query"):
+ * too short, a query, an answer to another nonce and one for another port
+ * (both pointing at @xport), and one too long.
+ */
+struct sink {
+	int fd, xport, queries;
+	atomic_int stop;
+	pthread_t t;
+};
+
+static void *sink_main(void *arg)
+{
+	struct sink *k = arg;
+	unsigned char q[64], a[32];
+	struct sockaddr_in from;
+	socklen_t flen;
+	ssize_t n;
+
+	while (!atomic_load(&k->stop)) {
+		flen = sizeof(from);
+		n = recvfrom(k->fd, q, sizeof(q), 0, (struct sockaddr *)&from,
+			     &flen);
+		if (n != 16)
+			continue;
+		k->queries++;
+		sendto(k->fd, "HPS", 3, 0, (struct sockaddr *)&from, flen);
+		sendto(k->fd, q, 16, 0, (struct sockaddr *)&from, flen);
+		memcpy(a, q, 16);
+		a[5] = 2;				/* an answer */
+		a[12] = k->xport >> 8;			/* the wrong port */
+		a[13] = k->xport & 0xff;
+		a[8] ^= 1;				/* another nonce */
+		sendto(k->fd, a, 16, 0, (struct sockaddr *)&from, flen);
+		a[8] ^= 1;
+		a[6] ^= 1;				/* another port */
+		sendto(k->fd, a, 16, 0, (struct sockaddr *)&from, flen);
+		a[6] ^= 1;
+		memset(a + 16, 0, 16);
+		sendto(k->fd, a, 32, 0, (struct sockaddr *)&from, flen);
+	}
+	return NULL;
+}
+
+static int sink_start(struct sink *k, int port, int xport)
+{
+	struct timeval tv = { .tv_usec = 200000 };
+	struct sockaddr_in sin;
+
+	memset(k, 0, sizeof(*k));
+	k->xport = xport;
+	k->fd = socket(AF_INET, SOCK_DGRAM, 0);
+	hps_sin(&sin, self_addr(), port);
+	if (k->fd < 0 || bind(k->fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+	    setsockopt(k->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -1;
+	return pthread_create(&k->t, NULL, sink_main, k);
+}
+
+static void sink_stop(struct sink *k)
+{
+	atomic_store(&k->stop, 1);
+	pthread_join(k->t, NULL);
+	close(k->fd);
+}
+
 TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 {
+	long lost = hps_stat("portq_timeouts");
+	struct pollfd pfd;
 	struct hps_info hi;
-	int port, l, cfd, afd = -1, a2, i;
+	struct sink k;
+	int port, l, cfd, afd = -1, a2, i, xport, xl = -1;
 	double t0, dt;
 	char buf[8];
 
@@ -1094,6 +1282,10 @@ TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 		SKIP(return, "not a test build of af_hps.ko (make vm-modules)");
 	if (over_iwarp()) {
 		l = tcp_listener(self_addr(), &port);	/* never accepts */
+		ASSERT_LE(0, l);
+		xl = tcp_listener(self_addr(), &xport);
+		ASSERT_LE(0, xl);
+		ASSERT_EQ(0, sink_start(&k, port, xport));
 	} else {
 		l = fb_listener(1, &port, 4);
 		ASSERT_EQ(0, hps_inject_param("inject_ms", 6000));
@@ -1117,6 +1309,14 @@ TEST_F_TIMEOUT(slow, deadline_bounds_a_silent_peer, 60)
 			    hi.hpsi_fallback == HPS_FB_UNREACHABLE) {
 			TH_LOG("reason %u after %.1f s", hi.hpsi_fallback, dt);
 		}
+		sink_stop(&k);
+		/* three tries, each answered uselessly, then given up */
+		EXPECT_EQ(3, k.queries);
+		EXPECT_EQ(lost + 1, hps_stat("portq_timeouts"));
+		/* the answers for another nonce or port were not followed */
+		pfd = (struct pollfd){ .fd = xl, .events = POLLIN };
+		EXPECT_EQ(0, poll(&pfd, 1, 0));
+		close(xl);
 	} else {
 		EXPECT_LT(2.5, dt);
 		EXPECT_GT(5.5, dt);

@@ -20,7 +20,7 @@
 #include "hps_util.h"
 
 /* The protocol version (Documentation/protocol.rst). */
-#define PV 5
+#define PV 6
 /* A kernel end's first window: 3 buffers of class 0, 4 KiB (and the reserve) */
 #define FIRST_WINDOW	3
 #define MSG_SHRINK	9

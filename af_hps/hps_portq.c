@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * AF_HPS: stream sockets over RDMA reliable connections.
+ *
+ * The iWARP port query (Documentation/protocol.rst, "iWARP port query").
+ * An iWARP driver listens on a listener's port in the TCP stack itself
+ * (siw binds a TCP socket there), so a listener that also takes plain TCP
+ * clients (hps_fb_listen()) cannot have its RDMA side on the same port.
+ * Over iWARP such a listener moves its RDMA side to a port of its own
+ * (hps_fb_listen_iwarp()), keeps the application's port for TCP, and
+ * answers on that port over UDP where its RDMA side is. Every listener
+ * over iWARP answers so, moved or not (hps_portq_listen()).
+ *
+ * A connect() whose route goes over an iWARP device asks the peer first,
+ * with one datagram to the port it connects to (hps_portq_ask()), and
+ * tries again twice: an answer gives the port to connect to over RDMA; an
+ * ICMP port unreachable says that no AF_HPS listener is there, and a
+ * socket that may fall back goes on over TCP at once (HPS_FB_REFUSED),
+ * without an iWARP connection attempt reaching a plain TCP server;
+ * anything else (no answer in %HPS_PORTQ_GIVE_UP, a datagram that is not
+ * an answer) leaves the attempt to go to the port it was given, as
+ * before there was a query.
+ *
+ * Both sides run in the socket's connection work (HPS_W_PORTQ), which the
+ * UDP socket's callbacks and the query's timer kick; the UDP socket is
+ * the socket's, under its socket lock. Lock order: our socket lock, then
+ * the UDP socket's (its sk_callback_lock, its socket lock).
+ */
+
+#define KMSG_COMPONENT "af_hps"
+#define pr_fmt(fmt) KMSG_COMPONENT ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/net.h>
+#include <linux/random.h>
+#include <net/sock.h>
+#include <rdma/rdma_cm.h>
+
+#include "hps.h"
+#include "hps_trace.h"
+
+/* the query's tries: at 0, then after each of these (ms) */
+static const unsigned int hps_portq_wait_ms[] = { 50, 100, 200 };
+
+/* datagrams a listener's work answers before it lets others run */
+#define HPS_PORTQ_BATCH	32
+
+static u16 hps_portq_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+static void hps_portq_set_port(struct sockaddr_storage *ss, u16 port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+static int hps_portq_addr_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					   sizeof(struct sockaddr_in);
+}
+
+/*
+ * sk_data_ready and sk_error_report of the UDP socket: a datagram or an
+ * error (ICMP) for the connection work. Context: softirq or process.
+ */
+static void hps_portq_ready(struct sock *usk)
+{
+	struct hps_sock *hs;
+
+	read_lock_bh(&usk->sk_callback_lock);
+	hs = usk->sk_user_data;
+	if (hs)
+		hps_connd_kick(hs, HPS_W_PORTQ);
+	read_unlock_bh(&usk->sk_callback_lock);
+}
+
+/*
+ * Make the socket's UDP socket, hooked to its connection work. Context:
+ * process, socket lock held.
+ */
+static int hps_portq_make(struct hps_sock *hs, sa_family_t family,
+			  struct socket **sockp)
+{
+	struct socket *sock;
+	struct sock *usk;
+	int err;
+
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	err = sock_create_kern(sock_net(&hs->sk), family, SOCK_DGRAM,
+			       IPPROTO_UDP, &sock);
+	if (err)
+		return err;
+	usk = sock->sk;
+	write_lock_bh(&usk->sk_callback_lock);
+	usk->sk_user_data = hs;
+	hs->portq_data_ready = usk->sk_data_ready;
+	hs->portq_error_report = usk->sk_error_report;
+	usk->sk_data_ready = hps_portq_ready;
+	usk->sk_error_report = hps_portq_ready;
+	write_unlock_bh(&usk->sk_callback_lock);
+	*sockp = sock;
+	return 0;
+}
+
+/**
+ * hps_portq_release() - close a socket's UDP socket
+ * @hs: the socket
+ * @sock: what hps_portq_take() returned, or NULL
+ *
+ * Context: process, may sleep; our socket lock held or not.
+ */
+void hps_portq_release(struct hps_sock *hs, struct socket *sock)
+{
+	struct sock *usk;
+
+	if (!sock)
+		return;
+	might_sleep();
+	usk = sock->sk;
+	/* no callback reaches @hs after this, nor this module's code */
+	write_lock_bh(&usk->sk_callback_lock);
+	usk->sk_user_data = NULL;
+	usk->sk_data_ready = hs->portq_data_ready;
+	usk->sk_error_report = hs->portq_error_report;
+	write_unlock_bh(&usk->sk_callback_lock);
+	sock_release(sock);
+}
+
+/**
+ * hps_portq_take() - take the socket's UDP socket away, and its timer
+ * @hs: the socket
+ *
+ * Context: process, socket lock held.
+ * Return: the UDP socket, for hps_portq_release(), or NULL.
+ */
+struct socket *hps_portq_take(struct hps_sock *hs)
+{
+	struct socket *sock = hs->portq;
+
+	sock_owned_by_me(&hs->sk);
+	hs->portq = NULL;
+	sk_stop_timer(&hs->sk, &hs->portq_timer);
+	return sock;
+}
+
+/**
+ * hps_portq_listen() - answer the port query on a listener's port
+ * @hs: a listener over iWARP, its RDMA side listening
+ *
+ * Binds UDP to the listener's address and port (hs->local). A port that
+ * UDP has already (another program's) only means no answers: clients then
+ * connect to the listener's port, as without the query.
+ *
+ * Context: process, socket lock held.
+ * Return: 0 or -errno.
+ */
+int hps_portq_listen(struct hps_sock *hs)
+{
+	struct socket *sock;
+	int err;
+
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	if (hs->portq)
+		return 0;
+	err = hps_portq_make(hs, hs->local.ss_family, &sock);
+	if (err)
+		return err;
+	err = kernel_bind(sock, (struct sockaddr *)&hs->local,
+			  hps_portq_addr_len(&hs->local));
+	if (err) {
+		hps_portq_release(hs, sock);
+		return err;
+	}
+	hs->portq = sock;
+	return 0;
+}
+
+/*
+ * A listener's work: answer every query waiting, with the port its RDMA
+ * side listens on. What is not a query of this port is dropped unanswered.
+ * An answer is no larger than the query. Context: connection work, socket
+ * lock held.
+ */
+static void hps_portq_answer(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+	struct sockaddr_storage from;
+	struct hps_portq q;
+	struct msghdr msg;
+	struct kvec iov;
+	u16 port = hps_portq_port(&hs->local), rdma_port = 0;
+	int i, n;
+
+	sock_owned_by_me(sk);
+	if (sk->sk_state == TCP_LISTEN && !(sk->sk_shutdown & RCV_SHUTDOWN) &&
+	    hs->cm_id)
+		rdma_port = hps_portq_port(&hs->cm_id->route.addr.src_addr);
+	for (i = 0; i < HPS_PORTQ_BATCH; i++) {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_name = &from;
+		msg.msg_namelen = sizeof(from);
+		iov.iov_base = &q;
+		iov.iov_len = sizeof(q);
+		/* a longer datagram is truncated: MSG_TRUNC says so */
+		n = kernel_recvmsg(hs->portq, &msg, &iov, 1, sizeof(q),
+				   MSG_DONTWAIT);
+		if (n == -EAGAIN)
+			return;
+		if (n < 0)	/* an ICMP error of an earlier answer */
+			continue;
+		if (n != sizeof(q) || msg.msg_flags & MSG_TRUNC ||
+		    q.magic != htonl(HPS_PORTQ_MAGIC) ||
+		    q.version != HPS_PROTO_VERSION || q.type != HPS_PORTQ_ASK ||
+		    ntohs(q.port) != port || q.rdma_port || q.reserved ||
+		    !rdma_port)
+			continue;
+		q.type = HPS_PORTQ_ANSWER;
+		q.rdma_port = htons(rdma_port);
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_name = &from;
+		msg.msg_namelen = hps_portq_addr_len(&from);
+		msg.msg_flags = MSG_DONTWAIT;
+		iov.iov_base = &q;
+		iov.iov_len = sizeof(q);
+		if (kernel_sendmsg(hs->portq, &msg, &iov, 1, sizeof(q)) ==
+		    sizeof(q))
+			hps_stat_inc(sock_net(sk), HPS_STAT_PORTQ_ANSWERS);
+	}
+	hps_connd_kick(hs, HPS_W_PORTQ);	/* more may wait: later */
+}
+
+/* Send the query (again). Context: connection work, socket lock held. */
+static void hps_portq_send(struct hps_sock *hs)
+{
+	struct hps_portq q = {
+		.magic = htonl(HPS_PORTQ_MAGIC),
+		.version = HPS_PROTO_VERSION,
+		.type = HPS_PORTQ_ASK,
+		.port = htons(hps_portq_port(&hs->peer)),
+		.nonce = htonl(hs->portq_nonce),
+	};
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	struct kvec iov = { .iov_base = &q, .iov_len = sizeof(q) };
+
+	sock_owned_by_me(&hs->sk);
+	/* a datagram lost here is one lost on the way: the timer decides */
+	kernel_sendmsg(hs->portq, &msg, &iov, 1, sizeof(q));
+	sk_reset_timer(&hs->sk, &hs->portq_timer, jiffies +
+		       msecs_to_jiffies(hps_portq_wait_ms[hs->portq_tries]));
+	hs->portq_tries++;
+}
+
+/**
+ * hps_portq_ask() - ask the peer's listener where its RDMA side is
+ * @hs: an active socket, its address resolved (ADDR_RESOLVED)
+ * @id: its cm_id
+ *
+ * Only when the route goes over an iWARP device. The connection work goes
+ * on with hps_portq_work() when the answer, an error or the timer comes.
+ *
+ * Context: connection work, socket lock held.
+ * Return: true if the query is under way; false: resolve the route now.
+ */
+bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
+{
+	struct socket *sock;
+
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num) ||
+	    hs->portq)
+		return false;
+	if (hps_portq_make(hs, hs->peer.ss_family, &sock))
+		return false;	/* as before there was a query */
+	/* connected: only the peer's port answers, and its ICMP errors count */
+	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
+			   hps_portq_addr_len(&hs->peer), 0)) {
+		hps_portq_release(hs, sock);
+		return false;
+	}
+	hs->portq = sock;
+	hs->portq_nonce = get_random_u32();
+	hs->portq_tries = 0;
+	hps_portq_send(hs);
+	return true;
+}
+
+/**
+ * hps_portq_timer() - portq_timer: try again, or give up
+ * @t: hps_sock.portq_timer
+ *
+ * Context: timer (softirq).
+ */
+void hps_portq_timer(struct timer_list *t)
+{
+	struct hps_sock *hs = from_timer(hs, t, portq_timer);
+
+	hps_connd_kick(hs, HPS_W_PORTQ);
+	sock_put(&hs->sk);	/* from sk_reset_timer() */
+}
+
+/*
+ * An active socket's query: the answer's RDMA port, 0 while none came yet,
+ * or -errno: -ECONNREFUSED (no listener), -ETIMEDOUT (no answer, given
+ * up). Context: connection work, socket lock held.
+ */
+static int hps_portq_result(struct hps_sock *hs)
+{
+	struct hps_portq a;
+	struct msghdr msg;
+	struct kvec iov;
+	int i, n;
+
+	sock_owned_by_me(&hs->sk);
+	for (i = 0; i < HPS_PORTQ_BATCH; i++) {
+		memset(&msg, 0, sizeof(msg));
+		iov.iov_base = &a;
+		iov.iov_len = sizeof(a);
+		n = kernel_recvmsg(hs->portq, &msg, &iov, 1, sizeof(a),
+				   MSG_DONTWAIT);
+		if (n == -EAGAIN)
+			break;
+		if (n == -ECONNREFUSED)
+			return n;
+		if (n != sizeof(a) || msg.msg_flags & MSG_TRUNC ||
+		    a.magic != htonl(HPS_PORTQ_MAGIC) ||
+		    a.version != HPS_PROTO_VERSION ||
+		    a.type != HPS_PORTQ_ANSWER ||
+		    a.port != htons(hps_portq_port(&hs->peer)) ||
+		    a.nonce != htonl(hs->portq_nonce) || !a.rdma_port ||
+		    a.reserved)
+			continue;	/* not an answer to us: ignored */
+		return ntohs(a.rdma_port);
+	}
+	if (i == HPS_PORTQ_BATCH) {	/* a flood: the rest later */
+		hps_connd_kick(hs, HPS_W_PORTQ);
+		return 0;
+	}
+	if (timer_pending(&hs->portq_timer))
+		return 0;
+	if (hs->portq_tries < ARRAY_SIZE(hps_portq_wait_ms)) {
+		hps_portq_send(hs);
+		return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * An active socket's work: the query's outcome, then the route. Context:
+ * connection work, socket lock held. Return: the cm_id to destroy after
+ * releasing the socket lock, or NULL.
+ */
+static struct rdma_cm_id *hps_portq_asked(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+	struct rdma_cm_id *id = hs->cm_id;
+	int ret = 0;
+
+	sock_owned_by_me(sk);
+	if (sk->sk_state == TCP_SYN_SENT && id &&
+	    !test_bit(HPS_F_TEARDOWN, &hs->flags)) {
+		ret = hps_portq_result(hs);
+		if (!ret)
+			return NULL;	/* no outcome yet */
+	} else {
+		id = NULL;	/* the attempt ended: the query with it */
+	}
+	hps_portq_release(hs, hps_portq_take(hs));
+	if (!id)
+		return NULL;
+	trace_hps_conn_portq(hs, ret);
+	if (ret > 0) {
+		hps_portq_set_port(&id->route.addr.dst_addr, ret);
+	} else if (ret == -ECONNREFUSED) {
+		/* no AF_HPS listener there: TCP now, if the socket may */
+		if (hps_fb_try(hs, HPS_FB_REFUSED)) {
+			trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, ret,
+					       ECONNREFUSED);
+			return hps_fail(hs, 0);
+		}
+	} else {
+		hps_stat_inc(sock_net(sk), HPS_STAT_PORTQ_TIMEOUTS);
+	}
+	return hps_cm_resolve_route(hs, id);
+}
+
+/**
+ * hps_portq_work() - the connection work's part of the port query
+ * @hs: the socket
+ *
+ * A listener answers; an active socket takes the outcome of its query.
+ * Context: connection work (HPS_W_PORTQ), socket lock held.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
+ */
+struct rdma_cm_id *hps_portq_work(struct hps_sock *hs)
+{
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	if (!hs->portq)
+		return NULL;
+	if (hs->sk.sk_state == TCP_LISTEN) {
+		hps_portq_answer(hs);
+		return NULL;
+	}
+	return hps_portq_asked(hs);
+}
