@@ -178,25 +178,21 @@ fi
 
 # tcp-hps (make bench's row): TCP clients of an AF_HPS server whose listener
 # takes them over TCP, one fallback_tcp_client each on the server's node.
-# Not over iWARP, whose driver holds the port (hps_fallback's
-# tcp_client_to_listener checks that case).
 peer_tcp_clients() {
 	hps-vm-peer awk '$1 == "fallback_tcp_client" { print $2 }' \
 		/proc/net/hps_stat
 }
-if [ "$HPS_RDMA" = rxe ]; then
-	port=$((port + 2))
-	if server_start hps-fb "$port"; then
-		f0=$(peer_tcp_clients)
-		run_one tcp "$port" connrate --size 64 --iters 5
-		rc=$?
-		[ $rc = 0 ] && [ $(($(peer_tcp_clients) - f0)) -ge 5 ] ||
-			{ echo "# TCP clients: $(($(peer_tcp_clients) - f0)), want 5 or more"; rc=1; }
-		result $rc "tcp-hps connrate (TCP clients of an AF_HPS listener)"
-		server_stop
-	else
-		result 1 "tcp-hps connrate (TCP clients of an AF_HPS listener)"
-	fi
+port=$((port + 2))
+if server_start hps-fb "$port"; then
+	f0=$(peer_tcp_clients)
+	run_one tcp "$port" connrate --size 64 --iters 5
+	rc=$?
+	[ $rc = 0 ] && [ $(($(peer_tcp_clients) - f0)) -ge 5 ] ||
+		{ echo "# TCP clients: $(($(peer_tcp_clients) - f0)), want 5 or more"; rc=1; }
+	result $rc "tcp-hps connrate (TCP clients of an AF_HPS listener)"
+	server_stop
+else
+	result 1 "tcp-hps connrate (TCP clients of an AF_HPS listener)"
 fi
 
 # The latency breakdown: every stage found for nearly every message of

@@ -58,8 +58,7 @@ redis_n=2000
 # of a plain TCP server (af_hps.rst, "TCP fallback"): its connrate row,
 # beside tcp's and hps's, is what a fallback costs a connection; tcp-hps
 # is plain TCP clients of an AF_HPS server with HPS_TCP_FALLBACK, whose
-# listener takes them over TCP (not over iWARP, whose driver holds the
-# port: af_hps.rst, Limitations)
+# listener takes them over TCP
 #
 # Busy polling: transports hps-bp and tcp-bp are hps and tcp with
 # net.core.busy_read and net.core.busy_poll at busy_us on both nodes
@@ -120,7 +119,7 @@ plan() {
 			echo "hb $t stream 65536"
 		done
 		echo "hb hps-fb connrate 64"
-		[ "$rdma" = rxe ] && echo "hb tcp-hps connrate 64"
+		echo "hb tcp-hps connrate 64"
 		for t in hps-bp tcp-bp; do echo "hb $t pingpong 64"; done
 		[ "$nodes" = 1 ] && echo "lb 2000 0" && echo "lb 2000 $busy_us"
 		for t in hps tcp; do echo "app redis $t $redis_clients"; done
@@ -154,7 +153,7 @@ plan() {
 		esac
 	done
 	echo "hb hps-fb connrate 64"
-	[ "$rdma" = rxe ] && echo "hb tcp-hps connrate 64"
+	echo "hb tcp-hps connrate 64"
 	for t in hps-bp tcp-bp; do
 		for s in 64 4096; do echo "hb $t pingpong $s"; done
 		echo "hb $t fanin 64"
