@@ -75,6 +75,8 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mmu_notifier.h>
+#include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -1319,6 +1321,29 @@ enum {
 	HPS_FB_SYSCTL_DEFAULT,	/* ... and it is on by default */
 };
 
+/* The port of an AF_INET or AF_INET6 address, host order. */
+static inline u16 hps_addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+static inline void hps_addr_set_port(struct sockaddr_storage *ss, u16 port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+/* The length of an AF_INET or AF_INET6 address, for bind() or connect(). */
+static inline int hps_addr_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					   sizeof(struct sockaddr_in);
+}
+
 /*
  * The TCP socket the connection fell back to, or NULL. Context: any; it
  * does not change once set.
@@ -1378,6 +1403,7 @@ int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
 			struct rdma_cm_id **destroy);
 
 /* hps_portq.c */
+bool hps_portq_wanted(const struct rdma_cm_id *id);
 int hps_portq_listen(struct hps_sock *hs);
 bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id);
 struct rdma_cm_id *hps_portq_work(struct hps_sock *hs);

@@ -362,6 +362,9 @@ int hps_shutdown(struct socket *sock, int how)
 		/* TCP's stops listening, as a listener's shutdown() does */
 		if (how & RCV_SHUTDOWN && hs->fb_lsn)
 			kernel_sock_shutdown(hs->fb_lsn, SHUT_RD);
+		/* iWARP clients: no listener here now (ICMP) */
+		if (how & RCV_SHUTDOWN)
+			hps_portq_release(hs, hps_portq_take(hs));
 		break;
 	default:
 		err = -ENOTCONN;

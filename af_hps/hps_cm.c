@@ -287,21 +287,6 @@ void hps_cm_release_port(struct hps_sock *hs)
 	}
 }
 
-static u16 hps_addr_port(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-}
-
-static void hps_addr_set_port(struct sockaddr_storage *ss, u16 port)
-{
-	if (ss->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-}
-
 /*
  * Bind the id to @addr with a local port that is free in the TCP stack as
  * well as in rdma_cm's port space. iWARP drivers (siw) bind a TCP socket
@@ -534,7 +519,7 @@ int hps_listen(struct socket *sock, int backlog)
 	if (!moved)
 		hps_fb_listen(hs, backlog);	/* plain TCP clients too */
 	/* iWARP clients ask where the RDMA side is; not beside a TCP side */
-	if (hps_ib_have_iwarp() && (moved || !hs->fb_lsn))
+	if (hps_portq_wanted(hs->cm_id) && (moved || !hs->fb_lsn))
 		hps_portq_listen(hs);
 out:
 	release_sock(sk);

@@ -202,12 +202,6 @@ static void hps_fb_copy_opts(struct hps_sock *hs, struct socket *fb)
 		tcp_sock_set_user_timeout(fsk, hs->user_timeout);
 }
 
-static int hps_fb_addr_len(const struct sockaddr_storage *ss)
-{
-	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-	       sizeof(struct sockaddr_in);
-}
-
 /* The socket may fall back. Context: process, socket lock held. */
 static bool hps_fb_allowed(struct hps_sock *hs)
 {
@@ -411,7 +405,7 @@ static int hps_fb_start(struct hps_sock *hs, int reason)
 	hps_fb_copy_opts(hs, fb);
 	hps_fb_attach(hs, fb, true);
 	err = kernel_connect(fb, (struct sockaddr *)&hs->peer,
-			     hps_fb_addr_len(&hs->peer), O_NONBLOCK);
+			     hps_addr_len(&hs->peer), O_NONBLOCK);
 	if (err && err != -EINPROGRESS) {
 		hps_fb_close(hs, fb);	/* never published */
 		return err;
@@ -464,11 +458,13 @@ bool hps_fb_try(struct hps_sock *hs, int reason)
 }
 
 /*
- * Listen over TCP at @addr (its port 0: one of TCP's choosing). Context:
+ * Listen over TCP at @addr (its port 0: one of TCP's choosing), the TCP
+ * socket's wakeups ours; not published in @hs->fb_lsn yet. Context:
  * process, socket lock held. Return: 0 or -errno.
  */
 static int hps_fb_listen_at(struct hps_sock *hs,
-			    const struct sockaddr_storage *addr, int backlog)
+			    const struct sockaddr_storage *addr, int backlog,
+			    struct socket **lsnp)
 {
 	struct sock *sk = &hs->sk;
 	struct socket *lsn;
@@ -482,7 +478,7 @@ static int hps_fb_listen_at(struct hps_sock *hs,
 		return err;
 	lsn->sk->sk_reuse = sk->sk_reuse;
 	hps_fb_copy_opts(hs, lsn);	/* what TCP's children inherit */
-	err = kernel_bind(lsn, (struct sockaddr *)addr, hps_fb_addr_len(addr));
+	err = kernel_bind(lsn, (struct sockaddr *)addr, hps_addr_len(addr));
 	if (err) {
 		sock_release(lsn);
 		return err;
@@ -494,7 +490,7 @@ static int hps_fb_listen_at(struct hps_sock *hs,
 		hps_fb_detach_release(hs, lsn, false);
 		return err;
 	}
-	smp_store_release(&hs->fb_lsn, lsn);	/* paired with hps_fb_lsn() */
+	*lsnp = lsn;
 	return 0;
 }
 
@@ -514,6 +510,7 @@ static int hps_fb_listen_at(struct hps_sock *hs,
 void hps_fb_listen(struct hps_sock *hs, int backlog)
 {
 	struct sock *sk = &hs->sk;
+	struct socket *lsn;
 	int err;
 
 	sock_owned_by_me(sk);
@@ -521,11 +518,13 @@ void hps_fb_listen(struct hps_sock *hs, int backlog)
 	if (hs->fb_lsn || !hps_fb_allowed(hs) ||
 	    sk->sk_shutdown & RCV_SHUTDOWN)
 		return;
-	err = hps_fb_listen_at(hs, &hs->local, backlog);
+	err = hps_fb_listen_at(hs, &hs->local, backlog, &lsn);
 	if (err) {
 		trace_hps_conn_fallback(hs, HPS_FB_TCP_CLIENT, err);
 		hps_stat_inc(sock_net(sk), HPS_STAT_FB_ERRORS);
+		return;
 	}
+	smp_store_release(&hs->fb_lsn, lsn);	/* paired with hps_fb_lsn() */
 }
 
 /**
@@ -535,13 +534,16 @@ void hps_fb_listen(struct hps_sock *hs, int backlog)
  * @destroy: set to a cm_id to destroy after releasing the socket lock, or
  *	     NULL
  *
- * With an iWARP device in use, whose driver would take the listener's
+ * Over iWARP (hps_portq_wanted()), whose driver would take the listener's
  * port in the TCP stack, a listener that may fall back takes the port for
  * TCP and for the port query (hps_portq.c), and its RDMA side listens on
  * a port of the TCP stack's choosing, with a new cm_id; the one bound to
  * the port goes (@destroy). The socket's address stays the port's. When
  * any of that fails, all of it is undone (then @destroy is the new id),
- * and the caller listens over RDMA on the port, as without iWARP.
+ * and the caller listens over RDMA on the port, as without iWARP: the
+ * port is not held in the TCP stack meanwhile (hps_cm_bind_held()), as
+ * the TCP side took it, and a TCP socket that binds it then makes
+ * listen() fail with EADDRINUSE.
  *
  * Context: process, socket lock held.
  * Return: 0 if the RDMA side listens on its own port, else -errno.
@@ -558,17 +560,17 @@ int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
 	sock_owned_by_me(sk);
 	might_sleep();
 	*destroy = NULL;
-	if (!hps_ib_have_iwarp() || !hps_fb_allowed(hs) || hs->fb_lsn)
+	if (!hps_portq_wanted(old) || !hps_fb_allowed(hs) || hs->fb_lsn)
 		return -EOPNOTSUPP;
 	memcpy(&bound, &hs->local, sizeof(bound));
 	memcpy(&local, &hs->local, sizeof(local));
 	if (!local.ss_family)	/* not bound: as rdma_listen() binds */
 		local.ss_family = AF_INET;
 	hps_cm_release_port(hs);	/* TCP's listener takes the port */
-	err = hps_fb_listen_at(hs, &local, backlog);
+	err = hps_fb_listen_at(hs, &local, backlog, &lsn);
 	if (err)
 		return err;
-	err = kernel_getsockname(hs->fb_lsn, (struct sockaddr *)&local);
+	err = kernel_getsockname(lsn, (struct sockaddr *)&local);
 	if (err < 0)
 		goto undo_tcp;
 	memcpy(&hs->local, &local, sizeof(local));
@@ -581,16 +583,14 @@ int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
 	if (err)
 		goto undo_udp;
 	memcpy(&rdma, &local, sizeof(rdma));
-	if (rdma.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&rdma)->sin6_port = 0;
-	else
-		((struct sockaddr_in *)&rdma)->sin_port = 0;
+	hps_addr_set_port(&rdma, 0);
 	err = hps_cm_bind_held(hs, &rdma);
 	if (!err)
 		err = rdma_listen(hs->cm_id, backlog);
 	hps_cm_release_port(hs);	/* the driver listens on the port */
 	if (err)
 		goto undo_id;
+	smp_store_release(&hs->fb_lsn, lsn);	/* paired with hps_fb_lsn() */
 	*destroy = old;
 	return 0;
 
@@ -601,8 +601,6 @@ undo_udp:
 	udp = hps_portq_take(hs);
 	hps_portq_release(hs, udp);
 undo_tcp:
-	lsn = hs->fb_lsn;
-	WRITE_ONCE(hs->fb_lsn, NULL);
 	hps_fb_detach_release(hs, lsn, false);
 	memcpy(&hs->local, &bound, sizeof(hs->local));
 	return err;

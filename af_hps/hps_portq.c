@@ -17,9 +17,10 @@
  * ICMP port unreachable says that no AF_HPS listener is there, and a
  * socket that may fall back goes on over TCP at once (HPS_FB_REFUSED),
  * without an iWARP connection attempt reaching a plain TCP server;
- * anything else (no answer in %HPS_PORTQ_GIVE_UP, a datagram that is not
- * an answer) leaves the attempt to go to the port it was given, as
- * before there was a query.
+ * anything else (no answer after the last try, hps_portq_wait_ms[], a
+ * datagram that is not an answer) leaves the attempt to go to the port it
+ * was given, as before there was a query. Only a socket whose listener
+ * may be over iWARP takes part (hps_portq_wanted()).
  *
  * Both sides run in the socket's connection work (HPS_W_PORTQ), which the
  * UDP socket's callbacks and the query's timer kick; the UDP socket is
@@ -34,6 +35,8 @@
 #include <linux/in6.h>
 #include <linux/net.h>
 #include <linux/random.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 #include <rdma/rdma_cm.h>
 
@@ -43,28 +46,27 @@
 /* the query's tries: at 0, then after each of these (ms) */
 static const unsigned int hps_portq_wait_ms[] = { 50, 100, 200 };
 
-/* datagrams a listener's work answers before it lets others run */
+/* datagrams one run of the connection work reads before it lets others run */
 #define HPS_PORTQ_BATCH	32
 
-static u16 hps_portq_port(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET6)
-		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-}
+/* room for the IP_PKTINFO or IPV6_PKTINFO of a query */
+#define HPS_PORTQ_CMSG	CMSG_SPACE(sizeof(struct in6_pktinfo))
 
-static void hps_portq_set_port(struct sockaddr_storage *ss, u16 port)
+/**
+ * hps_portq_wanted() - may a listener on this id be reached over iWARP?
+ * @id: a listener's cm_id, bound or not
+ *
+ * While an iWARP device is in use: an id bound to one, or to no device
+ * (the wildcard address: every device).
+ *
+ * Context: any.
+ * Return: true if the listener takes part in the port query.
+ */
+bool hps_portq_wanted(const struct rdma_cm_id *id)
 {
-	if (ss->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-}
-
-static int hps_portq_addr_len(const struct sockaddr_storage *ss)
-{
-	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-					   sizeof(struct sockaddr_in);
+	if (!hps_ib_have_iwarp())
+		return false;
+	return !id->device || rdma_protocol_iwarp(id->device, id->port_num);
 }
 
 /*
@@ -83,23 +85,29 @@ static void hps_portq_ready(struct sock *usk)
 }
 
 /*
- * Make the socket's UDP socket, hooked to its connection work. Context:
- * process, socket lock held.
+ * Make the socket's UDP socket, hooked to its connection work, with our
+ * bound device and mark. @kern: a kernel socket (made by the connection
+ * work, or for one of the kernel API's); else the caller's, checked as
+ * one it made itself (listen()).
+ * Context: process, socket lock held.
  */
-static int hps_portq_make(struct hps_sock *hs, sa_family_t family,
+static int hps_portq_make(struct hps_sock *hs, sa_family_t family, int kern,
 			  struct socket **sockp)
 {
+	struct sock *sk = &hs->sk;
 	struct socket *sock;
 	struct sock *usk;
 	int err;
 
-	sock_owned_by_me(&hs->sk);
+	sock_owned_by_me(sk);
 	might_sleep();
-	err = sock_create_kern(sock_net(&hs->sk), family, SOCK_DGRAM,
-			       IPPROTO_UDP, &sock);
+	err = __sock_create(sock_net(sk), family, SOCK_DGRAM, IPPROTO_UDP,
+			    &sock, kern);
 	if (err)
 		return err;
 	usk = sock->sk;
+	usk->sk_bound_dev_if = READ_ONCE(sk->sk_bound_dev_if);
+	usk->sk_mark = READ_ONCE(sk->sk_mark);
 	write_lock_bh(&usk->sk_callback_lock);
 	usk->sk_user_data = hs;
 	hs->portq_data_ready = usk->sk_data_ready;
@@ -158,7 +166,9 @@ struct socket *hps_portq_take(struct hps_sock *hs)
  *
  * Binds UDP to the listener's address and port (hs->local). A port that
  * UDP has already (another program's) only means no answers: clients then
- * connect to the listener's port, as without the query.
+ * connect to the listener's port, as without the query. Each query's
+ * destination address comes with it (IP_PKTINFO, IPV6_PKTINFO), for the
+ * answer's source: a client takes answers from the address it asked only.
  *
  * Context: process, socket lock held.
  * Return: 0 or -errno.
@@ -172,11 +182,16 @@ int hps_portq_listen(struct hps_sock *hs)
 	might_sleep();
 	if (hs->portq)
 		return 0;
-	err = hps_portq_make(hs, hs->local.ss_family, &sock);
+	err = hps_portq_make(hs, hs->local.ss_family, hs->sk.sk_kern_sock,
+			     &sock);
 	if (err)
 		return err;
+	if (hs->local.ss_family == AF_INET6)
+		ip6_sock_set_recvpktinfo(sock->sk);	/* IPv4 ones too */
+	else
+		ip_sock_set_pktinfo(sock->sk);
 	err = kernel_bind(sock, (struct sockaddr *)&hs->local,
-			  hps_portq_addr_len(&hs->local));
+			  hps_addr_len(&hs->local));
 	if (err) {
 		hps_portq_release(hs, sock);
 		return err;
@@ -187,28 +202,31 @@ int hps_portq_listen(struct hps_sock *hs)
 
 /*
  * A listener's work: answer every query waiting, with the port its RDMA
- * side listens on. What is not a query of this port is dropped unanswered.
- * An answer is no larger than the query. Context: connection work, socket
- * lock held.
+ * side listens on, from the address the query went to. What is not a
+ * query of this port is dropped unanswered. An answer is no larger than
+ * the query. Context: connection work, socket lock held.
  */
 static void hps_portq_answer(struct hps_sock *hs)
 {
 	struct sock *sk = &hs->sk;
 	struct sockaddr_storage from;
+	u8 cmsg[HPS_PORTQ_CMSG];
 	struct hps_portq q;
 	struct msghdr msg;
 	struct kvec iov;
-	u16 port = hps_portq_port(&hs->local), rdma_port = 0;
+	u16 port = hps_addr_port(&hs->local), rdma_port = 0;
 	int i, n;
 
 	sock_owned_by_me(sk);
 	if (sk->sk_state == TCP_LISTEN && !(sk->sk_shutdown & RCV_SHUTDOWN) &&
 	    hs->cm_id)
-		rdma_port = hps_portq_port(&hs->cm_id->route.addr.src_addr);
+		rdma_port = hps_addr_port(&hs->cm_id->route.addr.src_addr);
 	for (i = 0; i < HPS_PORTQ_BATCH; i++) {
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_name = &from;
 		msg.msg_namelen = sizeof(from);
+		msg.msg_control = cmsg;
+		msg.msg_controllen = sizeof(cmsg);
 		iov.iov_base = &q;
 		iov.iov_len = sizeof(q);
 		/* a longer datagram is truncated: MSG_TRUNC says so */
@@ -216,9 +234,9 @@ static void hps_portq_answer(struct hps_sock *hs)
 				   MSG_DONTWAIT);
 		if (n == -EAGAIN)
 			return;
-		if (n < 0)	/* an ICMP error of an earlier answer */
+		if (n < 0)
 			continue;
-		if (n != sizeof(q) || msg.msg_flags & MSG_TRUNC ||
+		if (n != sizeof(q) || msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC) ||
 		    q.magic != htonl(HPS_PORTQ_MAGIC) ||
 		    q.version != HPS_PROTO_VERSION || q.type != HPS_PORTQ_ASK ||
 		    ntohs(q.port) != port || q.rdma_port || q.reserved ||
@@ -226,9 +244,13 @@ static void hps_portq_answer(struct hps_sock *hs)
 			continue;
 		q.type = HPS_PORTQ_ANSWER;
 		q.rdma_port = htons(rdma_port);
+		/* the query's IP_PKTINFO or IPV6_PKTINFO back: its source */
+		n = sizeof(cmsg) - msg.msg_controllen;
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_name = &from;
-		msg.msg_namelen = hps_portq_addr_len(&from);
+		msg.msg_namelen = hps_addr_len(&from);
+		msg.msg_control = n ? cmsg : NULL;
+		msg.msg_controllen = n;
 		msg.msg_flags = MSG_DONTWAIT;
 		iov.iov_base = &q;
 		iov.iov_len = sizeof(q);
@@ -246,7 +268,7 @@ static void hps_portq_send(struct hps_sock *hs)
 		.magic = htonl(HPS_PORTQ_MAGIC),
 		.version = HPS_PROTO_VERSION,
 		.type = HPS_PORTQ_ASK,
-		.port = htons(hps_portq_port(&hs->peer)),
+		.port = htons(hps_addr_port(&hs->peer)),
 		.nonce = htonl(hs->portq_nonce),
 	};
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
@@ -280,11 +302,11 @@ bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num) ||
 	    hs->portq)
 		return false;
-	if (hps_portq_make(hs, hs->peer.ss_family, &sock))
+	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
 		return false;	/* as before there was a query */
 	/* connected: only the peer's port answers, and its ICMP errors count */
 	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
-			   hps_portq_addr_len(&hs->peer), 0)) {
+			   hps_addr_len(&hs->peer), 0)) {
 		hps_portq_release(hs, sock);
 		return false;
 	}
@@ -336,23 +358,21 @@ static int hps_portq_result(struct hps_sock *hs)
 		    a.magic != htonl(HPS_PORTQ_MAGIC) ||
 		    a.version != HPS_PROTO_VERSION ||
 		    a.type != HPS_PORTQ_ANSWER ||
-		    a.port != htons(hps_portq_port(&hs->peer)) ||
+		    a.port != htons(hps_addr_port(&hs->peer)) ||
 		    a.nonce != htonl(hs->portq_nonce) || !a.rdma_port ||
 		    a.reserved)
 			continue;	/* not an answer to us: ignored */
 		return ntohs(a.rdma_port);
 	}
-	if (i == HPS_PORTQ_BATCH) {	/* a flood: the rest later */
-		hps_connd_kick(hs, HPS_W_PORTQ);
-		return 0;
-	}
-	if (timer_pending(&hs->portq_timer))
-		return 0;
-	if (hs->portq_tries < ARRAY_SIZE(hps_portq_wait_ms)) {
+	/* a flood does not hold the timeout off */
+	if (!timer_pending(&hs->portq_timer)) {
+		if (hs->portq_tries >= ARRAY_SIZE(hps_portq_wait_ms))
+			return -ETIMEDOUT;
 		hps_portq_send(hs);
-		return 0;
 	}
-	return -ETIMEDOUT;
+	if (i == HPS_PORTQ_BATCH)	/* the rest in the next run */
+		hps_connd_kick(hs, HPS_W_PORTQ);
+	return 0;
 }
 
 /*
@@ -368,7 +388,8 @@ static struct rdma_cm_id *hps_portq_asked(struct hps_sock *hs)
 
 	sock_owned_by_me(sk);
 	if (sk->sk_state == TCP_SYN_SENT && id &&
-	    !test_bit(HPS_F_TEARDOWN, &hs->flags)) {
+	    !test_bit(HPS_F_TEARDOWN, &hs->flags) &&
+	    !test_bit(HPS_F_ABORTED, &hs->flags)) {
 		ret = hps_portq_result(hs);
 		if (!ret)
 			return NULL;	/* no outcome yet */
@@ -380,7 +401,7 @@ static struct rdma_cm_id *hps_portq_asked(struct hps_sock *hs)
 		return NULL;
 	trace_hps_conn_portq(hs, ret);
 	if (ret > 0) {
-		hps_portq_set_port(&id->route.addr.dst_addr, ret);
+		hps_addr_set_port(&id->route.addr.dst_addr, ret);
 	} else if (ret == -ECONNREFUSED) {
 		/* no AF_HPS listener there: TCP now, if the socket may */
 		if (hps_fb_try(hs, HPS_FB_REFUSED)) {
@@ -408,9 +429,11 @@ struct rdma_cm_id *hps_portq_work(struct hps_sock *hs)
 	might_sleep();
 	if (!hs->portq)
 		return NULL;
-	if (hs->sk.sk_state == TCP_LISTEN) {
+	if (test_bit(HPS_F_ACTIVE, &hs->flags))
+		return hps_portq_asked(hs);
+	if (hs->sk.sk_state == TCP_LISTEN)
 		hps_portq_answer(hs);
-		return NULL;
-	}
-	return hps_portq_asked(hs);
+	else	/* closing (hps_release() takes it next) */
+		hps_portq_release(hs, hps_portq_take(hs));
+	return NULL;
 }
