@@ -939,8 +939,73 @@ TEST(port_query)
 		ASSERT_EQ(16, recv(u, a, sizeof(a), 0));
 		EXPECT_EQ(port, a[12] << 8 | a[13]);
 	}
+	/* a shut listener answers no more: port unreachable at once */
+	ASSERT_EQ(0, shutdown(l, SHUT_RD));
+	ASSERT_EQ(16, send(u, q, 16, 0));
+	EXPECT_EQ(-1, recv(u, a, sizeof(a), 0));
+	EXPECT_EQ(ECONNREFUSED, errno);
 	close(u);
 	close(l);
+}
+
+/*
+ * The answer comes from the address the query went to: a server under
+ * hps_run on the peer, listening on every address, reached at an address
+ * its replies to us would not come from (a second one, /32, on the
+ * peer's interface). An answer from the other address would be dropped by
+ * the client's connected UDP socket, the query would give up, and the
+ * attempt would meet the server's TCP side with its MPA request.
+ */
+#define OTHER_ADDR	"198.18.0.211"
+/* on the peer, its interface of HPS_SELF (its own address there) */
+#define ON_PEER_IF	"hps-vm-peer sh -c 'ip addr %s " OTHER_ADDR \
+	"/32 dev $(ip -o -4 addr show to $HPS_SELF | cut -d\" \" -f2)'"
+
+static int peer_other_addr(const char *op)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), ON_PEER_IF, op);
+	return system(cmd);
+}
+
+TEST_F_TIMEOUT(slow, port_query_other_address, 90)
+{
+	long lost = hps_stat("portq_timeouts"), f0 = fb_count();
+	char job[64], cmd[PATH_MAX + 256], exe[PATH_MAX];
+	int port = hps_rand_port(), fd;
+
+	ASSERT_EQ(0, hps_self_exe(exe));
+	*strrchr(exe, '/') = 0;
+	ASSERT_EQ(0, peer_other_addr("add"));
+	snprintf(cmd, sizeof(cmd),
+		 "sh -c 'cd %s/.. && exec tools/preload/hps_run tools/hps_xfer --transport tcp -l 0.0.0.0 %d --echo --count 0'",
+		 exe, port);
+	ASSERT_EQ(0, hps_peer_bg(job, sizeof(job), cmd));
+	snprintf(cmd, sizeof(cmd), "hps-vm-peer hps-vm-wait-listen %d 60",
+		 port);
+	EXPECT_EQ(0, system(cmd));
+	lost = hps_stat("portq_timeouts");
+	fd = hps_connect_to(OTHER_ADDR, port);
+	EXPECT_LE(0, fd) TH_LOG("connect: %s", strerror(errno));
+	if (fd >= 0) {
+		unsigned char out[8192], in[sizeof(out) + 8];
+
+		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(fd));
+		/* hps_xfer --echo: the bytes back, then its 8-byte checksum */
+		hps_fill_random(out, sizeof(out));
+		EXPECT_EQ((ssize_t)sizeof(out),
+			  hps_write_all(fd, out, sizeof(out)));
+		EXPECT_EQ(0, shutdown(fd, SHUT_WR));
+		EXPECT_EQ((ssize_t)sizeof(in), hps_read_all(fd, in, sizeof(in)));
+		EXPECT_EQ(0, memcmp(out, in, sizeof(out)));
+		EXPECT_EQ(0, recv(fd, in, 1, 0));
+		close(fd);
+	}
+	EXPECT_EQ(lost, hps_stat("portq_timeouts"));
+	EXPECT_EQ(f0, fb_count());
+	hps_peer_kill(job);
+	EXPECT_EQ(0, peer_other_addr("del"));
 }
 
 /*
