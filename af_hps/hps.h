@@ -1248,6 +1248,25 @@ void hps_reg_put(struct hps_reg *r, u32 written);
 void hps_reg_cache_init(struct hps_reg_cache *c);
 void hps_reg_cache_exit(struct hps_reg_cache *c);
 
+/*
+ * Peers whose iWARP port query was refused (no listener on the port):
+ * how many a namespace remembers, and for how long (hps_portq.c).
+ */
+#define HPS_PORTQ_NEG		64
+#define HPS_PORTQ_NEG_TTL	(2 * HZ)
+
+/**
+ * struct hps_portq_neg - a refused port query, remembered
+ * @addr: the peer's address (IPv4 mapped)
+ * @port: the port asked about
+ * @expires: jiffies until which it holds (0: an empty slot)
+ */
+struct hps_portq_neg {
+	struct in6_addr	addr;
+	__be16		port;
+	unsigned long	expires;
+};
+
 /* hps_sysctl.c */
 /**
  * struct hps_net - a network namespace's AF_HPS state
@@ -1263,6 +1282,8 @@ void hps_reg_cache_exit(struct hps_reg_cache *c);
  *	 other namespaces)
  * @mem_allocated: pages charged to the namespace (hps_mem.c)
  * @mem_flags: HPS_MEM_F_* bits (atomic bitops)
+ * @portq_lock: protects @portq_neg (taken in process context only)
+ * @portq_neg: refused port queries, by hash of address and port
  *
  * The other fields are the sysctls (Documentation/sysctl.rst).
  */
@@ -1287,6 +1308,8 @@ struct hps_net {
 	unsigned long		mem[HPS_MEM_NR];
 	atomic_long_t		mem_allocated;
 	unsigned long		mem_flags;
+	spinlock_t		portq_lock;	/* see above */
+	struct hps_portq_neg	portq_neg[HPS_PORTQ_NEG];
 };
 
 /* hps_net.mem_flags bits */
@@ -1405,7 +1428,7 @@ int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
 /* hps_portq.c */
 bool hps_portq_wanted(const struct rdma_cm_id *id);
 int hps_portq_listen(struct hps_sock *hs);
-bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id);
+struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id);
 struct rdma_cm_id *hps_portq_work(struct hps_sock *hs);
 struct socket *hps_portq_take(struct hps_sock *hs);
 void hps_portq_release(struct hps_sock *hs, struct socket *sock);

@@ -1197,8 +1197,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 	switch (event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		/* over iWARP, where the listener's RDMA side is, first */
-		if (!hps_portq_ask(hs, id))
-			destroy = hps_cm_resolve_route(hs, id);
+		destroy = hps_portq_ask(hs, id);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		err = hps_wr_setup(hs, id);

@@ -16,7 +16,10 @@
  * tries again twice: an answer gives the port to connect to over RDMA; an
  * ICMP port unreachable says that no AF_HPS listener is there, and a
  * socket that may fall back goes on over TCP at once (HPS_FB_REFUSED),
- * without an iWARP connection attempt reaching a plain TCP server;
+ * without an iWARP connection attempt reaching a plain TCP server, and so
+ * does every such socket to that address and port for
+ * %HPS_PORTQ_NEG_TTL, without asking (ICMP errors to another host come
+ * at a limited rate, net.ipv4.icmp_ratelimit);
  * anything else (no answer after the last try, hps_portq_wait_ms[], a
  * datagram that is not an answer) leaves the attempt to go to the port it
  * was given, as before there was a query. Only a socket whose listener
@@ -33,6 +36,7 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/jhash.h>
 #include <linux/net.h>
 #include <linux/random.h>
 #include <net/ip.h>
@@ -282,18 +286,109 @@ static void hps_portq_send(struct hps_sock *hs)
 	hs->portq_tries++;
 }
 
+/* The peer's address, IPv4 mapped, and port, as remembered. */
+static void hps_portq_key(const struct sockaddr_storage *ss,
+			  struct in6_addr *addr, __be16 *port)
+{
+	if (ss->ss_family == AF_INET6) {
+		*addr = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+	} else {
+		ipv6_addr_set_v4mapped(((const struct sockaddr_in *)ss)->
+				       sin_addr.s_addr, addr);
+	}
+	*port = htons(hps_addr_port(ss));
+}
+
+static struct hps_portq_neg *hps_portq_slot(struct hps_net *hn,
+					    const struct in6_addr *addr,
+					    __be16 port)
+{
+	u32 h = jhash(addr, sizeof(*addr), (__force u32)port);
+
+	return &hn->portq_neg[h % HPS_PORTQ_NEG];
+}
+
+/*
+ * Was a query of the peer's port refused less than %HPS_PORTQ_NEG_TTL ago?
+ * Context: process.
+ */
+static bool hps_portq_refused(struct hps_sock *hs)
+{
+	struct hps_net *hn = hps_net(sock_net(&hs->sk));
+	struct hps_portq_neg *n;
+	struct in6_addr addr;
+	__be16 port;
+	bool hit;
+
+	hps_portq_key(&hs->peer, &addr, &port);
+	n = hps_portq_slot(hn, &addr, port);
+	spin_lock(&hn->portq_lock);
+	hit = n->expires && time_before(jiffies, n->expires) &&
+	      n->port == port && ipv6_addr_equal(&n->addr, &addr);
+	spin_unlock(&hn->portq_lock);
+	return hit;
+}
+
+/* Remember that the query of the peer's port was refused. */
+static void hps_portq_remember(struct hps_sock *hs)
+{
+	struct hps_net *hn = hps_net(sock_net(&hs->sk));
+	struct hps_portq_neg *n;
+	struct in6_addr addr;
+	__be16 port;
+
+	hps_portq_key(&hs->peer, &addr, &port);
+	n = hps_portq_slot(hn, &addr, port);
+	spin_lock(&hn->portq_lock);
+	n->addr = addr;
+	n->port = port;
+	n->expires = (jiffies + HPS_PORTQ_NEG_TTL) ?: 1;
+	spin_unlock(&hn->portq_lock);
+}
+
+/*
+ * The query's outcome @ret (hps_portq_result()), then the route. Context:
+ * connection work, socket lock held. Return: the cm_id to destroy after
+ * releasing the socket lock, or NULL.
+ */
+static struct rdma_cm_id *hps_portq_done(struct hps_sock *hs,
+					 struct rdma_cm_id *id, int ret)
+{
+	struct sock *sk = &hs->sk;
+
+	sock_owned_by_me(sk);
+	trace_hps_conn_portq(hs, ret);
+	if (ret > 0) {
+		hps_addr_set_port(&id->route.addr.dst_addr, ret);
+	} else if (ret == -ECONNREFUSED) {
+		/* no AF_HPS listener there: TCP now, if the socket may */
+		if (hps_fb_try(hs, HPS_FB_REFUSED)) {
+			trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, ret,
+					       ECONNREFUSED);
+			return hps_fail(hs, 0);
+		}
+	} else {
+		hps_stat_inc(sock_net(sk), HPS_STAT_PORTQ_TIMEOUTS);
+	}
+	return hps_cm_resolve_route(hs, id);
+}
+
 /**
  * hps_portq_ask() - ask the peer's listener where its RDMA side is
  * @hs: an active socket, its address resolved (ADDR_RESOLVED)
  * @id: its cm_id
  *
- * Only when the route goes over an iWARP device. The connection work goes
- * on with hps_portq_work() when the answer, an error or the timer comes.
+ * Only when the route goes over an iWARP device; otherwise, or when the
+ * query cannot be sent, the route is resolved now. A socket that may fall
+ * back and whose peer refused a query of that port lately
+ * (hps_portq_refused()) goes on over TCP without asking. Else the
+ * connection work goes on with hps_portq_work() when the answer, an error
+ * or the timer comes.
  *
  * Context: connection work, socket lock held.
- * Return: true if the query is under way; false: resolve the route now.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
  */
-bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
+struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 {
 	struct socket *sock;
 
@@ -301,20 +396,22 @@ bool hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 	might_sleep();
 	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num) ||
 	    hs->portq)
-		return false;
+		return hps_cm_resolve_route(hs, id);
+	if (hs->fb_spare && hps_portq_refused(hs))
+		return hps_portq_done(hs, id, -ECONNREFUSED);
 	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
-		return false;	/* as before there was a query */
+		return hps_cm_resolve_route(hs, id);	/* as without it */
 	/* connected: only the peer's port answers, and its ICMP errors count */
 	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
 			   hps_addr_len(&hs->peer), 0)) {
 		hps_portq_release(hs, sock);
-		return false;
+		return hps_cm_resolve_route(hs, id);
 	}
 	hs->portq = sock;
 	hs->portq_nonce = get_random_u32();
 	hs->portq_tries = 0;
 	hps_portq_send(hs);
-	return true;
+	return NULL;
 }
 
 /**
@@ -399,20 +496,9 @@ static struct rdma_cm_id *hps_portq_asked(struct hps_sock *hs)
 	hps_portq_release(hs, hps_portq_take(hs));
 	if (!id)
 		return NULL;
-	trace_hps_conn_portq(hs, ret);
-	if (ret > 0) {
-		hps_addr_set_port(&id->route.addr.dst_addr, ret);
-	} else if (ret == -ECONNREFUSED) {
-		/* no AF_HPS listener there: TCP now, if the socket may */
-		if (hps_fb_try(hs, HPS_FB_REFUSED)) {
-			trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, ret,
-					       ECONNREFUSED);
-			return hps_fail(hs, 0);
-		}
-	} else {
-		hps_stat_inc(sock_net(sk), HPS_STAT_PORTQ_TIMEOUTS);
-	}
-	return hps_cm_resolve_route(hs, id);
+	if (ret == -ECONNREFUSED)
+		hps_portq_remember(hs);
+	return hps_portq_done(hs, id, ret);
 }
 
 /**

@@ -251,6 +251,7 @@ static int __net_init hps_net_init(struct net *net)
 	hn->keepalive_probes = HPS_KA_PROBES_DEFAULT;
 	hn->tcp_fallback = HPS_FB_SYSCTL_ASKED;
 	spin_lock_init(&hn->socks_lock);
+	spin_lock_init(&hn->portq_lock);
 	INIT_HLIST_HEAD(&hn->socks);
 	hps_reg_cache_init(&hn->reg);
 	hps_mem_net_defaults(net, hn);

@@ -734,6 +734,59 @@ TEST_F_TIMEOUT(slow, unmodified_client_to_peer_tcp_server, 120)
 }
 
 /*
+ * Connect after connect to a plain TCP server on the peer: every one falls
+ * back as refused, at once. Over iWARP the port query's port unreachable
+ * says so; the peer sends those to us at a limited rate (a burst of 6,
+ * then one a second: net.ipv4.icmp_ratelimit), so the refusal is
+ * remembered for 2 s, and no connect waits for its query to give up
+ * (portq_timeouts) and sends its MPA request to the server (peer_error).
+ */
+TEST_F_TIMEOUT(slow, refused_again_and_again, 120)
+{
+	char job[64], cmd[PATH_MAX + 256], exe[PATH_MAX], buf[8];
+	const char *peer = hps_env("HPS_PEER", "127.0.0.1");
+	long lost, f0;
+	struct hps_info hi;
+	int port = hps_rand_port(), fd, i;
+	double t0, worst = 0;
+
+	ASSERT_EQ(0, hps_self_exe(exe));
+	*strrchr(exe, '/') = 0;
+	snprintf(cmd, sizeof(cmd),
+		 "sh -c 'exec %s/../tools/hps_xfer --transport tcp -l $HPS_SELF %d --echo --count 0'",
+		 exe, port);
+	ASSERT_EQ(0, hps_peer_bg(job, sizeof(job), cmd));
+	snprintf(cmd, sizeof(cmd),
+		 "hps-vm-peer hps-vm-wait-listen --tcp %d 60", port);
+	ASSERT_EQ(0, system(cmd));
+	lost = hps_stat("portq_timeouts");
+	f0 = hps_stat("fallback_refused");
+	for (i = 0; i < 20; i++) {
+		fd = fb_socket(1);
+		ASSERT_LE(0, fd);
+		t0 = hps_now();
+		ASSERT_EQ(0, fb_connect(fd, peer, port)) {
+			TH_LOG("connect %d: %s", i, strerror(errno));
+		}
+		if (hps_now() - t0 > worst)
+			worst = hps_now() - t0;
+		ASSERT_EQ(0, info(fd, &hi));
+		EXPECT_EQ(HPS_TRANSPORT_TCP, hi.hpsi_transport);
+		EXPECT_EQ(HPS_FB_REFUSED, hi.hpsi_fallback) {
+			TH_LOG("connect %d: reason %u", i, hi.hpsi_fallback);
+		}
+		ASSERT_EQ(8, send(fd, MAGIC, 8, 0));
+		ASSERT_EQ(8, recv(fd, buf, 8, MSG_WAITALL));
+		EXPECT_EQ(0, memcmp(buf, MAGIC, 8));
+		close(fd);
+	}
+	TH_LOG("20 connects, the slowest %.0f ms", worst * 1e3);
+	EXPECT_EQ(lost, hps_stat("portq_timeouts"));
+	EXPECT_EQ(f0 + 20, hps_stat("fallback_refused"));
+	hps_peer_kill(job);
+}
+
+/*
  * The listener side: an AF_HPS listener that may fall back listens over TCP
  * on its port too and hands plain TCP clients out through accept(), as
  * sockets that fell back (HPS_FB_TCP_CLIENT). Over iWARP, whose driver
