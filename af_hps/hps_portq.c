@@ -41,6 +41,7 @@
 #include <linux/random.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
+#include <net/route.h>
 #include <net/sock.h>
 #include <rdma/rdma_cm.h>
 
@@ -110,8 +111,11 @@ static int hps_portq_make(struct hps_sock *hs, sa_family_t family, int kern,
 	if (err)
 		return err;
 	usk = sock->sk;
-	usk->sk_bound_dev_if = READ_ONCE(sk->sk_bound_dev_if);
-	usk->sk_mark = READ_ONCE(sk->sk_mark);
+	/* (not over what a cgroup's BPF program gave it: ip vrf exec) */
+	if (READ_ONCE(sk->sk_bound_dev_if))
+		usk->sk_bound_dev_if = READ_ONCE(sk->sk_bound_dev_if);
+	if (READ_ONCE(sk->sk_mark))
+		usk->sk_mark = READ_ONCE(sk->sk_mark);
 	write_lock_bh(&usk->sk_callback_lock);
 	usk->sk_user_data = hs;
 	hs->portq_data_ready = usk->sk_data_ready;
@@ -198,10 +202,44 @@ int hps_portq_listen(struct hps_sock *hs)
 			  hps_addr_len(&hs->local));
 	if (err) {
 		hps_portq_release(hs, sock);
+		pr_info_ratelimited("listener on port %u answers no iWARP port queries: UDP bind failed (%d)\n",
+				    hps_addr_port(&hs->local), err);
 		return err;
 	}
 	hs->portq = sock;
 	return 0;
+}
+
+/*
+ * The destination of a query, from its IP_PKTINFO or IPV6_PKTINFO @cm
+ * (@len bytes): true for a unicast address of this host, not a broadcast
+ * or multicast one (one query, at most one answer on the network). Clears
+ * the interface in it, for the answer: only the address is its source,
+ * the route chooses the interface.
+ */
+static bool hps_portq_unicast(struct net *net, struct cmsghdr *cm, int len)
+{
+	if (len < (int)sizeof(*cm) || cm->cmsg_len > len)
+		return false;
+	if (cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_PKTINFO &&
+	    cm->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
+		struct in_pktinfo *pi = CMSG_DATA(cm);
+
+		pi->ipi_ifindex = 0;
+		return inet_addr_type(net, pi->ipi_addr.s_addr) == RTN_LOCAL;
+	}
+	if (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_PKTINFO &&
+	    cm->cmsg_len >= CMSG_LEN(sizeof(struct in6_pktinfo))) {
+		struct in6_pktinfo *pi = CMSG_DATA(cm);
+
+		pi->ipi6_ifindex = 0;
+		if (ipv6_addr_v4mapped(&pi->ipi6_addr))
+			return inet_addr_type(net, pi->ipi6_addr.s6_addr32[3]) ==
+			       RTN_LOCAL;
+		return !(ipv6_addr_type(&pi->ipi6_addr) &
+			 (IPV6_ADDR_MULTICAST | IPV6_ADDR_ANY));
+	}
+	return false;
 }
 
 /*
@@ -214,7 +252,10 @@ static void hps_portq_answer(struct hps_sock *hs)
 {
 	struct sock *sk = &hs->sk;
 	struct sockaddr_storage from;
-	u8 cmsg[HPS_PORTQ_CMSG];
+	union {
+		struct cmsghdr	hdr;
+		u8		buf[HPS_PORTQ_CMSG];
+	} cm;
 	struct hps_portq q;
 	struct msghdr msg;
 	struct kvec iov;
@@ -229,8 +270,8 @@ static void hps_portq_answer(struct hps_sock *hs)
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_name = &from;
 		msg.msg_namelen = sizeof(from);
-		msg.msg_control = cmsg;
-		msg.msg_controllen = sizeof(cmsg);
+		msg.msg_control = &cm;
+		msg.msg_controllen = sizeof(cm);
 		iov.iov_base = &q;
 		iov.iov_len = sizeof(q);
 		/* a longer datagram is truncated: MSG_TRUNC says so */
@@ -246,14 +287,16 @@ static void hps_portq_answer(struct hps_sock *hs)
 		    ntohs(q.port) != port || q.rdma_port || q.reserved ||
 		    !rdma_port)
 			continue;
+		/* the query's IP_PKTINFO or IPV6_PKTINFO back: its source */
+		n = sizeof(cm) - msg.msg_controllen;
+		if (!hps_portq_unicast(sock_net(sk), &cm.hdr, n))
+			continue;
 		q.type = HPS_PORTQ_ANSWER;
 		q.rdma_port = htons(rdma_port);
-		/* the query's IP_PKTINFO or IPV6_PKTINFO back: its source */
-		n = sizeof(cmsg) - msg.msg_controllen;
 		memset(&msg, 0, sizeof(msg));
 		msg.msg_name = &from;
 		msg.msg_namelen = hps_addr_len(&from);
-		msg.msg_control = n ? cmsg : NULL;
+		msg.msg_control = &cm;
 		msg.msg_controllen = n;
 		msg.msg_flags = MSG_DONTWAIT;
 		iov.iov_base = &q;
@@ -390,6 +433,7 @@ static struct rdma_cm_id *hps_portq_done(struct hps_sock *hs,
  */
 struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 {
+	struct sockaddr_storage src;
 	struct socket *sock;
 
 	sock_owned_by_me(&hs->sk);
@@ -401,6 +445,12 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 		return hps_portq_done(hs, id, -ECONNREFUSED);
 	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
 		return hps_cm_resolve_route(hs, id);	/* as without it */
+	/* from the address the connection will have, if it can */
+	memcpy(&src, &id->route.addr.src_addr, sizeof(src));
+	hps_addr_set_port(&src, 0);
+	if (src.ss_family == hs->peer.ss_family &&
+	    kernel_bind(sock, (struct sockaddr *)&src, hps_addr_len(&src)))
+		pr_debug("port query from the default address\n");
 	/* connected: only the peer's port answers, and its ICMP errors count */
 	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
 			   hps_addr_len(&hs->peer), 0)) {
