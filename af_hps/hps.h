@@ -576,6 +576,10 @@ enum {
  *		 (hps_portq_timer()); holds a socket reference while pending
  * @portq_nonce: an active socket's query: echoed in the answer
  * @portq_tries: an active socket's query: datagrams sent
+ * @portq_addr: an active socket's query: its address is resolved, the
+ *		route waits for the query's outcome
+ * @portq_result: an active socket's query: its outcome, when it came
+ *		  before the address was resolved (0: none)
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
  * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
  * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
@@ -776,6 +780,8 @@ struct hps_sock {
 	struct timer_list	portq_timer;
 	u32			portq_nonce;
 	u8			portq_tries;
+	bool			portq_addr;
+	int			portq_result;
 	bool			fb_on;
 	u8			fb_reason;
 	struct timer_list	idle_timer;
@@ -1428,6 +1434,7 @@ int hps_fb_listen_iwarp(struct hps_sock *hs, int backlog,
 /* hps_portq.c */
 bool hps_portq_wanted(const struct rdma_cm_id *id);
 int hps_portq_listen(struct hps_sock *hs);
+void hps_portq_start(struct hps_sock *hs);
 struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id);
 struct rdma_cm_id *hps_portq_work(struct hps_sock *hs);
 struct socket *hps_portq_take(struct hps_sock *hs);

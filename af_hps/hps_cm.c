@@ -666,6 +666,8 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 				return -EINPROGRESS;
 			return hps_fb_connect_first(hs, fb, addr, len, flags);
 		}
+		/* over iWARP, the port query while the address resolves */
+		hps_portq_start(hs);
 		sock->state = SS_CONNECTING;
 		err = -EINPROGRESS;
 		break;

@@ -12,8 +12,9 @@
  * over iWARP answers so, moved or not (hps_portq_listen()).
  *
  * A connect() whose route goes over an iWARP device asks the peer first,
- * with one datagram to the port it connects to (hps_portq_ask()), and
- * tries again twice: an answer gives the port to connect to over RDMA; an
+ * with one datagram to the port it connects to, sent as the address
+ * starts resolving (hps_portq_start(), taken up at ADDR_RESOLVED by
+ * hps_portq_ask()), and tries again twice: an answer gives the port to connect to over RDMA; an
  * ICMP port unreachable says that no AF_HPS listener is there, and a
  * socket that may fall back goes on over TCP at once (HPS_FB_REFUSED),
  * without an iWARP connection attempt reaching a plain TCP server, and so
@@ -435,12 +436,23 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 {
 	struct sockaddr_storage src;
 	struct socket *sock;
+	int ret;
 
 	sock_owned_by_me(&hs->sk);
 	might_sleep();
-	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num) ||
-	    hs->portq)
+	ret = hs->portq_result;
+	hs->portq_result = 0;
+	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num)) {
+		/* one hps_portq_start() sent is of no use over RoCE */
+		hps_portq_release(hs, hps_portq_take(hs));
 		return hps_cm_resolve_route(hs, id);
+	}
+	if (hs->portq) {	/* under way since connect() */
+		hs->portq_addr = true;
+		return NULL;
+	}
+	if (ret)		/* it came already */
+		return hps_portq_done(hs, id, ret);
 	if (hs->fb_spare && hps_portq_refused(hs))
 		return hps_portq_done(hs, id, -ECONNREFUSED);
 	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
@@ -460,8 +472,50 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 	hs->portq = sock;
 	hs->portq_nonce = get_random_u32();
 	hs->portq_tries = 0;
+	hs->portq_addr = true;
 	hps_portq_send(hs);
 	return NULL;
+}
+
+/**
+ * hps_portq_start() - ask while the address resolves
+ * @hs: an active socket whose connect() has just started resolving
+ *
+ * While an iWARP device is in use, the query goes at once, from the
+ * caller's context, so that its round trip overlaps address resolution;
+ * hps_portq_ask() takes it up at ADDR_RESOLVED, or drops it when the
+ * route goes over another kind of device. A socket that may fall back and
+ * whose peer refused a query of the port lately only notes the refusal.
+ * When the query cannot be sent, ADDR_RESOLVED asks as if none had been.
+ *
+ * Context: process (connect()), socket lock held.
+ */
+void hps_portq_start(struct hps_sock *hs)
+{
+	struct socket *sock;
+
+	sock_owned_by_me(&hs->sk);
+	might_sleep();
+	hs->portq_addr = false;
+	hs->portq_result = 0;
+	if (!hps_ib_have_iwarp() || hs->portq)
+		return;
+	if (hs->fb_spare && hps_portq_refused(hs)) {
+		hs->portq_result = -ECONNREFUSED;
+		return;
+	}
+	if (hps_portq_make(hs, hs->peer.ss_family, hs->sk.sk_kern_sock,
+			   &sock))
+		return;
+	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
+			   hps_addr_len(&hs->peer), 0)) {
+		hps_portq_release(hs, sock);
+		return;
+	}
+	hs->portq = sock;
+	hs->portq_nonce = get_random_u32();
+	hs->portq_tries = 0;
+	hps_portq_send(hs);
 }
 
 /**
@@ -548,6 +602,11 @@ static struct rdma_cm_id *hps_portq_asked(struct hps_sock *hs)
 		return NULL;
 	if (ret == -ECONNREFUSED)
 		hps_portq_remember(hs);
+	if (!hs->portq_addr) {	/* before ADDR_RESOLVED: it takes it up */
+		hs->portq_result = ret;
+		return NULL;
+	}
+	hs->portq_addr = false;
 	return hps_portq_done(hs, id, ret);
 }
 
