@@ -82,6 +82,7 @@
 #include <linux/types.h>
 #include <linux/uio.h>
 #include <linux/workqueue.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -578,6 +579,8 @@ enum {
  * @portq_tries: an active socket's query: datagrams sent
  * @portq_addr: an active socket's query: its address is resolved, the
  *		route waits for the query's outcome
+ * @portq_refused: an active socket's query: the peer refused it (ICMP),
+ *		   to be remembered once the route is known to be iWARP
  * @portq_result: an active socket's query: its outcome, when it came
  *		  before the address was resolved (0: none)
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
@@ -781,6 +784,7 @@ struct hps_sock {
 	u32			portq_nonce;
 	u8			portq_tries;
 	bool			portq_addr;
+	bool			portq_refused;
 	int			portq_result;
 	bool			fb_on;
 	u8			fb_reason;
@@ -1364,6 +1368,17 @@ static inline void hps_addr_set_port(struct sockaddr_storage *ss, u16 port)
 		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
 	else
 		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+/* The wildcard address of its family? */
+static inline bool hps_addr_any(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+	if (ss->ss_family == AF_INET6)
+		return ipv6_addr_any(&sin6->sin6_addr);
+	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr ==
+	       htonl(INADDR_ANY);
 }
 
 /* The length of an AF_INET or AF_INET6 address, for bind() or connect(). */

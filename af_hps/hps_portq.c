@@ -309,7 +309,7 @@ static void hps_portq_answer(struct hps_sock *hs)
 	hps_connd_kick(hs, HPS_W_PORTQ);	/* more may wait: later */
 }
 
-/* Send the query (again). Context: connection work, socket lock held. */
+/* Send the query (again). Context: process, socket lock held. */
 static void hps_portq_send(struct hps_sock *hs)
 {
 	struct hps_portq q = {
@@ -402,6 +402,10 @@ static struct rdma_cm_id *hps_portq_done(struct hps_sock *hs,
 
 	sock_owned_by_me(sk);
 	trace_hps_conn_portq(hs, ret);
+	/* (not one remembered: a refusal is remembered from the network) */
+	if (ret == -ECONNREFUSED && hs->portq_refused)
+		hps_portq_remember(hs);
+	hs->portq_refused = false;
 	if (ret > 0) {
 		hps_addr_set_port(&id->route.addr.dst_addr, ret);
 	} else if (ret == -ECONNREFUSED) {
@@ -492,21 +496,27 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
  */
 void hps_portq_start(struct hps_sock *hs)
 {
+	struct sockaddr_storage src;
 	struct socket *sock;
 
 	sock_owned_by_me(&hs->sk);
 	might_sleep();
 	hs->portq_addr = false;
 	hs->portq_result = 0;
+	hs->portq_refused = false;
 	if (!hps_ib_have_iwarp() || hs->portq)
 		return;
-	if (hs->fb_spare && hps_portq_refused(hs)) {
-		hs->portq_result = -ECONNREFUSED;
+	/* remembered: ADDR_RESOLVED finds it so (hps_portq_ask()) */
+	if (hs->fb_spare && hps_portq_refused(hs))
 		return;
-	}
-	if (hps_portq_make(hs, hs->peer.ss_family, hs->sk.sk_kern_sock,
-			   &sock))
+	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
 		return;
+	/* from the address the socket is bound to, if it is one */
+	memcpy(&src, &hs->local, sizeof(src));
+	hps_addr_set_port(&src, 0);
+	if (!hps_addr_any(&src) &&
+	    kernel_bind(sock, (struct sockaddr *)&src, hps_addr_len(&src)))
+		pr_debug("port query from the default address\n");
 	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
 			   hps_addr_len(&hs->peer), 0)) {
 		hps_portq_release(hs, sock);
@@ -600,10 +610,14 @@ static struct rdma_cm_id *hps_portq_asked(struct hps_sock *hs)
 	hps_portq_release(hs, hps_portq_take(hs));
 	if (!id)
 		return NULL;
-	if (ret == -ECONNREFUSED)
-		hps_portq_remember(hs);
-	if (!hs->portq_addr) {	/* before ADDR_RESOLVED: it takes it up */
-		hs->portq_result = ret;
+	hs->portq_refused = ret == -ECONNREFUSED;
+	if (!hs->portq_addr) {
+		/*
+		 * Before ADDR_RESOLVED, which takes it up; not a timeout,
+		 * which may be the neighbour's resolution: it asks again.
+		 */
+		if (ret != -ETIMEDOUT)
+			hs->portq_result = ret;
 		return NULL;
 	}
 	hs->portq_addr = false;
