@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <poll.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 
 #include "kselftest_harness.h"
 #include "hps_util.h"
@@ -886,6 +887,21 @@ static int udp_to(int port)
 	return fd;
 }
 
+/* Bind UDP socket @fd to @addr at a random free port. */
+static int bind_udp(int fd, struct in_addr addr, int *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr = addr };
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		*port = hps_rand_port();
+		sin.sin_port = htons(*port);
+		if (!bind(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			return 0;
+	}
+	return -1;
+}
+
 /* struct hps_portq, in network order */
 static void portq_fill(unsigned char *q, int version, int type, int port,
 		       unsigned int nonce, int rdma_port)
@@ -997,6 +1013,103 @@ TEST(port_query)
 	ASSERT_EQ(16, send(u, q, 16, 0));
 	EXPECT_EQ(-1, recv(u, a, sizeof(a), 0));
 	EXPECT_EQ(ECONNREFUSED, errno);
+	close(u);
+	close(l);
+}
+
+/*
+ * One query, at most one answer on the network: a listener on every
+ * address answers a query sent to its own address, not one sent to the
+ * subnet's broadcast address. A plain UDP socket bound to that address,
+ * which gets the broadcast, shows that it arrives. Over RoCE neither is
+ * answered.
+ */
+static int subnet_broadcast(struct in_addr *brd)
+{
+	struct ifaddrs *ifa, *i;
+	struct in_addr self;
+	int ret = -1;
+
+	if (inet_pton(AF_INET, self_addr(), &self) != 1 || getifaddrs(&ifa))
+		return -1;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    !i->ifa_netmask ||
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr !=
+		    self.s_addr)
+			continue;
+		/* the kernel's broadcast route, set or not as ifa_broadaddr */
+		brd->s_addr = self.s_addr |
+			~((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+		ret = brd->s_addr == self.s_addr ? -1 : 0;
+		break;
+	}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+TEST(port_query_unicast_only)
+{
+	long answers = hps_stat("portq_answers");
+	struct timeval tv = { .tv_usec = 300000 };
+	struct sockaddr_in brd, self, from;
+	socklen_t flen = sizeof(from);
+	unsigned char q[16], a[40];
+	int port, cport, l, u, c, cfd, afd, one = 1;
+	struct hps_info hi;
+
+	l = listen_at_random_port(fb_socket(1), "0.0.0.0", &port, 4);
+	ASSERT_LE(0, l);
+	/* the protocol version, from a connection to it */
+	cfd = hps_connect_to(self_addr(), port);
+	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(cfd));
+	ASSERT_EQ(0, info(cfd, &hi));
+	close(afd);
+	close(cfd);
+	answers = hps_stat("portq_answers");
+
+	hps_sin(&brd, "0.0.0.0", port);
+	ASSERT_EQ(0, subnet_broadcast(&brd.sin_addr));
+	hps_sin(&self, self_addr(), port);
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_LE(0, u);
+	ASSERT_EQ(0, setsockopt(u, SOL_SOCKET, SO_BROADCAST, &one,
+				sizeof(one)));
+	ASSERT_EQ(0, setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	/*
+	 * The control: it arrives as a broadcast (a socket bound to the
+	 * broadcast address gets it, one bound to ours would not).
+	 */
+	c = socket(AF_INET, SOCK_DGRAM, 0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_LE(0, bind_udp(c, brd.sin_addr, &cport));
+	brd.sin_port = htons(cport);
+	portq_fill(q, hi.hpsi_version, 1, port, 0x5a5a0003, 0);
+	ASSERT_EQ(16, sendto(u, q, 16, 0, (struct sockaddr *)&brd,
+			     sizeof(brd)));
+	EXPECT_EQ(16, recv(c, a, sizeof(a), 0));
+	close(c);
+	/* the query to the broadcast address, then to ours */
+	brd.sin_port = htons(port);
+	ASSERT_EQ(16, sendto(u, q, 16, 0, (struct sockaddr *)&brd,
+			     sizeof(brd)));
+	portq_fill(q, hi.hpsi_version, 1, port, 0x5a5a0004, 0);
+	ASSERT_EQ(16, sendto(u, q, 16, 0, (struct sockaddr *)&self,
+			     sizeof(self)));
+	if (over_iwarp()) {
+		ASSERT_EQ(16, recvfrom(u, a, sizeof(a), 0,
+				       (struct sockaddr *)&from, &flen));
+		EXPECT_EQ(self.sin_addr.s_addr, from.sin_addr.s_addr);
+		EXPECT_EQ(self.sin_port, from.sin_port);
+		EXPECT_EQ(0, memcmp(a + 6, q + 6, 6));	/* port, our nonce */
+		EXPECT_EQ(answers + 1, hps_stat("portq_answers"));
+	}
+	EXPECT_EQ(-1, recv(u, a, sizeof(a), 0));	/* no other */
+	EXPECT_EQ(EAGAIN, errno);
 	close(u);
 	close(l);
 }
