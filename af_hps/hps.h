@@ -1548,6 +1548,7 @@ enum hps_inject_point {
 	HPS_INJ_RESOLVE,	/* a connect's address resolution: its timeout */
 	HPS_INJ_ACCEPT_SETUP,	/* one accepted child's setup (once) */
 	HPS_INJ_ACCEPT_QUEUE,	/* one child's move to the accept queue (once) */
+	HPS_INJ_PORTQ_ANSWER,	/* a listener's answer to a port query (once) */
 };
 
 /* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */

@@ -14,17 +14,17 @@
  * A connect() whose route goes over an iWARP device asks the peer first,
  * with one datagram to the port it connects to, sent as the address
  * starts resolving (hps_portq_start(), taken up at ADDR_RESOLVED by
- * hps_portq_ask()), and tries again twice: an answer gives the port to connect to over RDMA; an
- * ICMP port unreachable says that no AF_HPS listener is there, and a
- * socket that may fall back goes on over TCP at once (HPS_FB_REFUSED),
- * without an iWARP connection attempt reaching a plain TCP server, and so
- * does every such socket to that address and port for
- * %HPS_PORTQ_NEG_TTL, without asking (ICMP errors to another host come
- * at a limited rate, net.ipv4.icmp_ratelimit);
- * anything else (no answer after the last try, hps_portq_wait_ms[], a
- * datagram that is not an answer) leaves the attempt to go to the port it
- * was given, as before there was a query. Only a socket whose listener
- * may be over iWARP takes part (hps_portq_wanted()).
+ * hps_portq_ask()), and tries again twice. An answer gives the port to
+ * connect to over RDMA. An ICMP port unreachable says that no AF_HPS
+ * listener is there: a socket that may fall back goes on over TCP at once
+ * (HPS_FB_REFUSED), without an iWARP connection attempt reaching a plain
+ * TCP server, and so does every such socket to that address and port for
+ * %HPS_PORTQ_NEG_TTL, without asking (ICMP errors to another host come at
+ * a limited rate, net.ipv4.icmp_ratelimit). Anything else (no answer
+ * after the last try, hps_portq_wait_ms[], a datagram that is not an
+ * answer) leaves the attempt to go to the port it was given, as before
+ * there was a query. Only a socket whose listener may be over iWARP takes
+ * part (hps_portq_wanted()).
  *
  * Both sides run in the socket's connection work (HPS_W_PORTQ), which the
  * UDP socket's callbacks and the query's timer kick; the UDP socket is
@@ -292,6 +292,8 @@ static void hps_portq_answer(struct hps_sock *hs)
 		n = sizeof(cm) - msg.msg_controllen;
 		if (!hps_portq_unicast(sock_net(sk), &cm.hdr, n))
 			continue;
+		/* test builds: a slow answer, the client waiting for it */
+		hps_inject_sleep_once(HPS_INJ_PORTQ_ANSWER);
 		q.type = HPS_PORTQ_ANSWER;
 		q.rdma_port = htons(rdma_port);
 		memset(&msg, 0, sizeof(msg));
@@ -328,6 +330,43 @@ static void hps_portq_send(struct hps_sock *hs)
 	sk_reset_timer(&hs->sk, &hs->portq_timer, jiffies +
 		       msecs_to_jiffies(hps_portq_wait_ms[hs->portq_tries]));
 	hs->portq_tries++;
+}
+
+/*
+ * Open an active socket's query socket and send the first query. It is
+ * bound to @from's address when that is one of the peer's family, so that
+ * the query leaves from the address the connection will have, and
+ * connected to the peer's port: only that port answers, and its ICMP
+ * errors count. Context: process or connection work, socket lock held.
+ * Return: 0, or -errno with nothing left open.
+ */
+static int hps_portq_open(struct hps_sock *hs,
+			  const struct sockaddr_storage *from)
+{
+	struct sockaddr_storage src;
+	struct socket *sock;
+	int ret;
+
+	sock_owned_by_me(&hs->sk);
+	ret = hps_portq_make(hs, hs->peer.ss_family, 1, &sock);
+	if (ret)
+		return ret;
+	memcpy(&src, from, sizeof(src));
+	hps_addr_set_port(&src, 0);
+	if (src.ss_family == hs->peer.ss_family && !hps_addr_any(&src) &&
+	    kernel_bind(sock, (struct sockaddr *)&src, hps_addr_len(&src)))
+		pr_debug("port query from the default address\n");
+	ret = kernel_connect(sock, (struct sockaddr *)&hs->peer,
+			     hps_addr_len(&hs->peer), 0);
+	if (ret) {
+		hps_portq_release(hs, sock);
+		return ret;
+	}
+	hs->portq = sock;
+	hs->portq_nonce = get_random_u32();
+	hs->portq_tries = 0;
+	hps_portq_send(hs);
+	return 0;
 }
 
 /* The peer's address, IPv4 mapped, and port, as remembered. */
@@ -438,8 +477,6 @@ static struct rdma_cm_id *hps_portq_done(struct hps_sock *hs,
  */
 struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 {
-	struct sockaddr_storage src;
-	struct socket *sock;
 	int ret;
 
 	sock_owned_by_me(&hs->sk);
@@ -459,25 +496,10 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 		return hps_portq_done(hs, id, ret);
 	if (hs->fb_spare && hps_portq_refused(hs))
 		return hps_portq_done(hs, id, -ECONNREFUSED);
-	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
+	/* from the address the connection will have */
+	if (hps_portq_open(hs, &id->route.addr.src_addr))
 		return hps_cm_resolve_route(hs, id);	/* as without it */
-	/* from the address the connection will have, if it can */
-	memcpy(&src, &id->route.addr.src_addr, sizeof(src));
-	hps_addr_set_port(&src, 0);
-	if (src.ss_family == hs->peer.ss_family &&
-	    kernel_bind(sock, (struct sockaddr *)&src, hps_addr_len(&src)))
-		pr_debug("port query from the default address\n");
-	/* connected: only the peer's port answers, and its ICMP errors count */
-	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
-			   hps_addr_len(&hs->peer), 0)) {
-		hps_portq_release(hs, sock);
-		return hps_cm_resolve_route(hs, id);
-	}
-	hs->portq = sock;
-	hs->portq_nonce = get_random_u32();
-	hs->portq_tries = 0;
 	hs->portq_addr = true;
-	hps_portq_send(hs);
 	return NULL;
 }
 
@@ -496,9 +518,6 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
  */
 void hps_portq_start(struct hps_sock *hs)
 {
-	struct sockaddr_storage src;
-	struct socket *sock;
-
 	sock_owned_by_me(&hs->sk);
 	might_sleep();
 	hs->portq_addr = false;
@@ -509,23 +528,8 @@ void hps_portq_start(struct hps_sock *hs)
 	/* remembered: ADDR_RESOLVED finds it so (hps_portq_ask()) */
 	if (hs->fb_spare && hps_portq_refused(hs))
 		return;
-	if (hps_portq_make(hs, hs->peer.ss_family, 1, &sock))
-		return;
 	/* from the address the socket is bound to, if it is one */
-	memcpy(&src, &hs->local, sizeof(src));
-	hps_addr_set_port(&src, 0);
-	if (!hps_addr_any(&src) &&
-	    kernel_bind(sock, (struct sockaddr *)&src, hps_addr_len(&src)))
-		pr_debug("port query from the default address\n");
-	if (kernel_connect(sock, (struct sockaddr *)&hs->peer,
-			   hps_addr_len(&hs->peer), 0)) {
-		hps_portq_release(hs, sock);
-		return;
-	}
-	hs->portq = sock;
-	hs->portq_nonce = get_random_u32();
-	hs->portq_tries = 0;
-	hps_portq_send(hs);
+	hps_portq_open(hs, &hs->local);
 }
 
 /**
