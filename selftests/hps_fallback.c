@@ -1115,6 +1115,75 @@ TEST(port_query_unicast_only)
 }
 
 /*
+ * Over iWARP a connect() waits for the port query's outcome before its
+ * route. An answer that comes late (the test build's PORTQ_ANSWER point:
+ * the listener answers 150 ms late, once, after the client's second try)
+ * is taken: the client connects to the answer's port, over RDMA, with no
+ * timeout. A client closed at any moment of its wait sends nothing to the
+ * listener (neither over RDMA nor to its TCP side). Over RoCE nobody asks
+ * (the point stays armed) and nobody waits.
+ */
+#define INJ_PORTQ_ANSWER	8	/* enum hps_inject_point */
+#define INJ_POINT	"/sys/module/af_hps/parameters/inject_point"
+
+TEST(port_query_answer_late)
+{
+	static const int wait_us[] = { 0, 1000, 3000, 10000, 30000, 100000 };
+	long lost = hps_stat("portq_timeouts");
+	long tcpc = hps_stat("fallback_tcp_client");
+	struct pollfd pfd;
+	int port, l, cfd, afd, i;
+
+	if (access(INJ_POINT, W_OK))
+		SKIP(return, "not a test build of af_hps.ko (make vm-modules)");
+	l = fb_listener(1, &port, 16);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, hps_inject_param("inject_ms", 150));
+	ASSERT_EQ(0, hps_inject_param("inject_point", INJ_PORTQ_ANSWER));
+	cfd = hps_connect_to(self_addr(), port);
+	ASSERT_LE(0, cfd) {
+		TH_LOG("connect: %s", strerror(errno));
+		hps_inject_param("inject_point", 0);
+	}
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(cfd));
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(afd));
+	EXPECT_EQ(0, echo_check(cfd, afd, 1 << 16));
+	/* the answer was late: reached over iWARP only */
+	EXPECT_EQ(over_iwarp() ? 0 : INJ_PORTQ_ANSWER,
+		  hps_read_long(INJ_POINT));
+	EXPECT_EQ(lost, hps_stat("portq_timeouts"));
+	close(afd);
+	close(cfd);
+	if (!over_iwarp()) {	/* no wait: the rest is iWARP's */
+		hps_inject_param("inject_point", 0);
+		close(l);
+		return;
+	}
+
+	/* closed while it waits, at several moments of its setup */
+	for (i = 0; i < (int)ARRAY_SIZE(wait_us); i++) {
+		ASSERT_EQ(0, hps_inject_param("inject_point",
+					      INJ_PORTQ_ANSWER));
+		cfd = fb_socket(1);
+		ASSERT_LE(0, cfd);
+		ASSERT_EQ(0, fcntl(cfd, F_SETFL, O_NONBLOCK));
+		EXPECT_EQ(-1, fb_connect(cfd, self_addr(), port));
+		EXPECT_EQ(EINPROGRESS, errno);
+		usleep(wait_us[i]);
+		close(cfd);
+	}
+	usleep(500000);		/* the last late answer, and more */
+	hps_inject_param("inject_point", 0);
+	pfd = (struct pollfd){ .fd = l, .events = POLLIN };
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	EXPECT_EQ(tcpc, hps_stat("fallback_tcp_client"));
+	EXPECT_EQ(lost, hps_stat("portq_timeouts"));
+	close(l);
+}
+
+/*
  * The answer comes from the address the query went to: a server under
  * hps_run on the peer, listening on every address, reached at an address
  * its replies to us would not come from (a second one, /32, on the
