@@ -13,8 +13,9 @@
  * /sys/module/af_hps/parameters/inject_point sleeps there for inject_ms
  * milliseconds (enum hps_inject_point in hps.h; 0 turns it off). Only
  * root can set them. The points are where a task has checked some state
- * and is about to act on it, or has dropped a lock other tasks may take;
- * see Documentation/reliability.rst for which test uses which.
+ * and is about to act on it, or has dropped a lock other tasks may take,
+ * or stands for a slow peer (PORTQ_ANSWER); see
+ * Documentation/reliability.rst for which test uses which.
  */
 
 #define KMSG_COMPONENT "af_hps"

@@ -334,11 +334,11 @@ static void hps_portq_send(struct hps_sock *hs)
 
 /*
  * Open an active socket's query socket and send the first query. It is
- * bound to @from's address when that is one of the peer's family, so that
- * the query leaves from the address the connection will have, and
- * connected to the peer's port: only that port answers, and its ICMP
- * errors count. Context: process or connection work, socket lock held.
- * Return: 0, or -errno with nothing left open.
+ * bound to @from's address when that is a specific address of the peer's
+ * family, so that the query leaves from the address the connection will
+ * have, and connected to the peer's port: only that port answers, and its
+ * ICMP errors count. Context: process or connection work, socket lock
+ * held. Return: 0, or -errno with nothing left open.
  */
 static int hps_portq_open(struct hps_sock *hs,
 			  const struct sockaddr_storage *from)
