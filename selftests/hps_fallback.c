@@ -1367,6 +1367,8 @@ TEST(listener_close_and_shutdown)
 
 	l = fb_listener(1, &port, 4);
 	ASSERT_LE(0, l);
+	/* (over iWARP: its RDMA side moved, the port is TCP's) */
+	EXPECT_EQ(HPS_TRANSPORT_RDMA_TCP, transport_of(l));
 	cfd = tcp_client(port);
 	ASSERT_LE(0, cfd);
 	close(l);
