@@ -94,14 +94,16 @@ struct hps_inject_wc;
 /* ---- wire protocol (Documentation/protocol.rst) ---- */
 
 #define HPS_HELLO_MAGIC		0x48505331	/* "HPS1" */
-#define HPS_PROTO_VERSION	6
+#define HPS_PROTO_VERSION	7
 
 /**
  * struct hps_hello - CM private data of the connect request and reply
  * @magic: %HPS_HELLO_MAGIC
  * @version: protocol version, %HPS_PROTO_VERSION
  * @flags: must be zero
- * @reserved: must be zero
+ * @port: the TCP port the active side connected to (P: the listener's,
+ *	  where its RDMA side moved or not; see hps_portq.c), in both
+ *	  directions; the passive side rejects another
  * @credits: the largest window the sender grants (receive buffers)
  * @buf_size: the sender's largest receive buffer, header included
  *
@@ -112,7 +114,7 @@ struct hps_hello {
 	__be32	magic;
 	u8	version;
 	u8	flags;
-	__be16	reserved;
+	__be16	port;
 	__be32	credits;
 	__be32	buf_size;
 } __packed;
@@ -450,6 +452,7 @@ enum {
 	HPS_F_ACTIVE,		/* this end called connect() */
 	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
 	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
+	HPS_F_RESTART_DEFER,	/* a restart waits for it (hps_cm_restart()) */
 	HPS_F_ZC_TX_OWNED,	/* a writer's zero-copy send is under way */
 	HPS_F_ZC_TX_ORPHAN,	/* ... whose writer left: connd cleans up */
 	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */
@@ -478,6 +481,7 @@ enum {
 	HPS_W_RESIZE,		/* buffers to allocate, resize or free */
 	HPS_W_FB_DEADLINE,	/* the attempt over RDMA took too long */
 	HPS_W_PORTQ,		/* iWARP port query: datagram, error, timer */
+	HPS_W_RESTART,		/* a remembered RDMA port failed: start again */
 };
 
 /**
@@ -583,6 +587,9 @@ enum {
  *		   to be remembered once the route is known to be iWARP
  * @portq_result: an active socket's query: its outcome, when it came
  *		  before the address was resolved (0: none)
+ * @portq_cached: an active socket's attempt goes to an RDMA port the
+ *		  namespace remembered, not one asked for: if it fails, the
+ *		  socket forgets it and starts again, asking (hps_cm_restart())
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
  * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
  * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
@@ -786,6 +793,7 @@ struct hps_sock {
 	bool			portq_addr;
 	bool			portq_refused;
 	int			portq_result;
+	bool			portq_cached;
 	bool			fb_on;
 	u8			fb_reason;
 	struct timer_list	idle_timer;
@@ -1050,6 +1058,7 @@ void hps_cm_release_port(struct hps_sock *hs);
 int hps_cm_bind_held(struct hps_sock *hs, const struct sockaddr_storage *addr);
 struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
 					struct rdma_cm_id *id);
+struct rdma_cm_id *hps_cm_restart_work(struct hps_sock *hs);
 struct rdma_cm_id *hps_cm_dev_gone(struct hps_sock *hs);
 
 /* hps_wr.c */
@@ -1068,8 +1077,8 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
 int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 		     bool more, bool ask);
 int hps_wr_post_zero_write(struct hps_sock *hs, struct ib_cqe *cqe);
-void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h);
-int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len);
+void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h, u16 port);
+int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len, u16 port);
 
 /* hps_tx.c */
 int hps_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
@@ -1259,21 +1268,24 @@ void hps_reg_cache_init(struct hps_reg_cache *c);
 void hps_reg_cache_exit(struct hps_reg_cache *c);
 
 /*
- * Peers whose iWARP port query was refused (no listener on the port):
- * how many a namespace remembers, and for how long (hps_portq.c).
+ * iWARP port queries' outcomes a namespace remembers (hps_portq.c): how
+ * many, and for how long an answer and a refusal (no listener) hold.
  */
-#define HPS_PORTQ_NEG		64
-#define HPS_PORTQ_NEG_TTL	(2 * HZ)
+#define HPS_PORTQ_SEEN		64
+#define HPS_PORTQ_ANSWER_TTL	(10 * HZ)
+#define HPS_PORTQ_REFUSED_TTL	(2 * HZ)
 
 /**
- * struct hps_portq_neg - a refused port query, remembered
+ * struct hps_portq_seen - a port query's outcome, remembered
  * @addr: the peer's address (IPv4 mapped)
  * @port: the port asked about
+ * @rdma_port: the answer's port, or 0: the query was refused
  * @expires: jiffies until which it holds (0: an empty slot)
  */
-struct hps_portq_neg {
+struct hps_portq_seen {
 	struct in6_addr	addr;
 	__be16		port;
+	u16		rdma_port;
 	unsigned long	expires;
 };
 
@@ -1292,8 +1304,8 @@ struct hps_portq_neg {
  *	 other namespaces)
  * @mem_allocated: pages charged to the namespace (hps_mem.c)
  * @mem_flags: HPS_MEM_F_* bits (atomic bitops)
- * @portq_lock: protects @portq_neg (taken in process context only)
- * @portq_neg: refused port queries, by hash of address and port
+ * @portq_lock: protects @portq_seen (taken in process context only)
+ * @portq_seen: port queries' outcomes, by hash of address and port
  *
  * The other fields are the sysctls (Documentation/sysctl.rst).
  */
@@ -1319,7 +1331,7 @@ struct hps_net {
 	atomic_long_t		mem_allocated;
 	unsigned long		mem_flags;
 	spinlock_t		portq_lock;	/* see above */
-	struct hps_portq_neg	portq_neg[HPS_PORTQ_NEG];
+	struct hps_portq_seen	portq_seen[HPS_PORTQ_SEEN];
 };
 
 /* hps_net.mem_flags bits */
@@ -1455,6 +1467,7 @@ struct rdma_cm_id *hps_portq_work(struct hps_sock *hs);
 struct socket *hps_portq_take(struct hps_sock *hs);
 void hps_portq_release(struct hps_sock *hs, struct socket *sock);
 void hps_portq_timer(struct timer_list *t);
+bool hps_portq_forget(struct hps_sock *hs);
 
 /* hps_diag.c */
 int hps_diag_register(void);
@@ -1509,6 +1522,8 @@ enum hps_stat {
 	HPS_STAT_FB_ERRORS,	/* a fallback wanted, but TCP failed to start */
 	HPS_STAT_PORTQ_ANSWERS,	/* iWARP port queries a listener answered */
 	HPS_STAT_PORTQ_TIMEOUTS, /* a connect()'s port query got no answer */
+	HPS_STAT_PORTQ_CACHED,	/* a connect() took a remembered answer */
+	HPS_STAT_PORTQ_STALE,	/* ... which failed: it asked again */
 	HPS_STAT_MAX,
 };
 
@@ -1549,6 +1564,7 @@ enum hps_inject_point {
 	HPS_INJ_ACCEPT_SETUP,	/* one accepted child's setup (once) */
 	HPS_INJ_ACCEPT_QUEUE,	/* one child's move to the accept queue (once) */
 	HPS_INJ_PORTQ_ANSWER,	/* a listener's answer to a port query (once) */
+	HPS_INJ_CONNECT_DONE,	/* rdma_connect() returned: taken late (once) */
 };
 
 /* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */

@@ -305,6 +305,8 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 		hps_update_state(hs);
 	if (!id && test_bit(HPS_W_FB_DEADLINE, &work))
 		id = hps_fb_deadline_work(hs);
+	if (!id && test_bit(HPS_W_RESTART, &work))
+		id = hps_cm_restart_work(hs);
 	if (!id && test_bit(HPS_W_PORTQ, &work))
 		id = hps_portq_work(hs);
 	down = test_bit(HPS_F_FIN_DONE, &hs->flags) &&

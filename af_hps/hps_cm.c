@@ -887,7 +887,9 @@ static void hps_cm_conn_req(struct sock *lsk, struct rdma_cm_id *id,
 
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
 	hps_conn_params(chs);
-	err = hps_hello_check(chs, pdata, pdata_len);
+	/* for this listener's port, not another's (hps_portq.c) */
+	err = hps_hello_check(chs, pdata, pdata_len,
+			      hps_addr_port(&lhs->local));
 	if (err) {
 		pr_info_ratelimited("connection request with a bad hello rejected\n");
 		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
@@ -970,7 +972,7 @@ void hps_cm_accept_work(struct hps_sock *hs)
 	if (READ_ONCE(hs->parent->sk_state) != TCP_LISTEN)
 		goto dropped;
 	set_bit(HPS_F_CONN_UP, &hs->flags);
-	hps_hello_fill(hs, &hello);
+	hps_hello_fill(hs, &hello, hps_addr_port(&hs->local));
 	hps_conn_param(&param, &hello);
 	/*
 	 * rdma_accept() wants the id's handler mutex, which its event
@@ -1014,8 +1016,40 @@ out:
 }
 
 /*
+ * An attempt to an RDMA port the namespace remembered failed (over iWARP,
+ * hps_portq_forget()): the socket starts again, asking, with a new id and
+ * QP, and stays in SYN_SENT with nothing to report. The QP and buffers go
+ * now, the id when the caller has released the socket lock; the connection
+ * work starts the new attempt (hps_cm_restart_work()). While rdma_connect()
+ * runs, hps_cm_connect_work() does this when it returns.
+ * Context: process, socket lock held.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
+ */
+static struct rdma_cm_id *hps_cm_restart(struct hps_sock *hs)
+{
+	struct rdma_cm_id *id;
+
+	sock_owned_by_me(&hs->sk);
+	if (test_bit(HPS_F_CONNECTING, &hs->flags)) {
+		set_bit(HPS_F_RESTART_DEFER, &hs->flags);
+		return NULL;
+	}
+	hps_cm_release_port(hs);
+	hps_portq_release(hs, hps_portq_take(hs));
+	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
+		rdma_disconnect(hs->cm_id);
+	hps_wr_teardown(hs);
+	id = hs->cm_id;
+	hs->cm_id = NULL;
+	hps_connd_kick(hs, HPS_W_RESTART);
+	return id;
+}
+
+/*
  * A connection attempt failed with @err (a positive errno): it goes on
- * over TCP if the socket may (hps_fb_try()), else fails. @event and
+ * over TCP if the socket may (hps_fb_try()), else fails; or, when it went
+ * to a remembered RDMA port, starts again, asking (hps_cm_restart()); not
+ * for an address or route that failed, as they would again. @event and
  * @status say how (HPS_TP_NO_EVENT and a call's -errno when a call
  * failed). Context: connection work, socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
@@ -1025,6 +1059,9 @@ static struct rdma_cm_id *hps_cm_connect_failed(struct hps_sock *hs,
 						int err)
 {
 	sock_owned_by_me(&hs->sk);
+	if (event != RDMA_CM_EVENT_ADDR_ERROR &&
+	    event != RDMA_CM_EVENT_ROUTE_ERROR && hps_portq_forget(hs))
+		return hps_cm_restart(hs);
 	if (test_bit(HPS_F_ACTIVE, &hs->flags) &&
 	    hps_fb_try(hs, hps_fb_reason(event, status)))
 		return hps_fail(hs, 0);
@@ -1052,15 +1089,20 @@ void hps_cm_connect_work(struct work_struct *work)
 	struct hps_hello hello;
 	int err;
 
-	hps_hello_fill(hs, &hello);
+	hps_hello_fill(hs, &hello, hps_addr_port(&hs->peer));
 	hps_conn_param(&param, &hello);
 	err = rdma_connect(hs->cm_id, &param);
+	/* test builds: the attempt's outcome may come first (a restart) */
+	hps_inject_sleep_once(HPS_INJ_CONNECT_DONE);
 
 	lock_sock(sk);
 	hps_cm_release_port(hs);	/* the driver has bound its socket */
 	clear_bit(HPS_F_CONNECTING, &hs->flags);
 	if (test_and_clear_bit(HPS_F_TEARDOWN_DEFER, &hs->flags)) {
+		clear_bit(HPS_F_RESTART_DEFER, &hs->flags);
 		hps_connd_kick(hs, HPS_W_TEARDOWN);
+	} else if (test_and_clear_bit(HPS_F_RESTART_DEFER, &hs->flags)) {
+		destroy = hps_cm_restart(hs);	/* its failure came meanwhile */
 	} else if (err) {
 		int e = err == -ETIMEDOUT ? ETIMEDOUT :
 			err == -ENETUNREACH ? ENETUNREACH : ECONNREFUSED;
@@ -1082,7 +1124,8 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	struct sock *sk = &hs->sk;
 
 	set_bit(HPS_F_QP_READY, &hs->flags);
-	if (hps_hello_check(hs, pdata, pdata_len)) {
+	hs->portq_cached = false;	/* it held */
+	if (hps_hello_check(hs, pdata, pdata_len, hps_addr_port(&hs->peer))) {
 		pr_warn_ratelimited("bad hello from the passive side\n");
 		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
 		trace_hps_conn_connect(hs, RDMA_CM_EVENT_ESTABLISHED, 0, EPROTO);
@@ -1133,6 +1176,52 @@ struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
 	trace_hps_conn_connect(hs, RDMA_CM_EVENT_ADDR_RESOLVED, err,
 			       EHOSTUNREACH);
 	return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, EHOSTUNREACH);
+}
+
+/**
+ * hps_cm_restart_work() - start a connection attempt again
+ * @hs: an active socket whose attempt to a remembered RDMA port failed,
+ *	without an id (hps_cm_restart())
+ *
+ * As connect() started it, from the same socket state; the port query
+ * goes out now, as the remembered port was forgotten. Not for a socket
+ * that was closed, fell back or failed meanwhile.
+ *
+ * Context: connection work (%HPS_W_RESTART), socket lock held.
+ * Return: the cm_id to destroy after releasing the socket lock, or NULL.
+ */
+struct rdma_cm_id *hps_cm_restart_work(struct hps_sock *hs)
+{
+	struct sock *sk = &hs->sk;
+	int err, e;
+
+	sock_owned_by_me(sk);
+	might_sleep();
+	if (sk->sk_state != TCP_SYN_SENT || hs->cm_id || hs->qp || hs->fb ||
+	    test_bit(HPS_F_TEARDOWN, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags))
+		return NULL;
+	if (sock_flag(sk, SOCK_DEAD)) {
+		hps_set_state(sk, TCP_CLOSE);	/* closed meanwhile */
+		return NULL;
+	}
+	hps_conn_params(hs);
+	err = hps_cm_create_id(sk);
+	set_bit(HPS_F_ACTIVE, &hs->flags);	/* (both reset the flags) */
+	if (!err)
+		err = hps_cm_bind_any(hs, hs->peer.ss_family);
+	if (!err)
+		err = rdma_resolve_addr(hs->cm_id, NULL,
+					(struct sockaddr *)&hs->peer,
+					hps_resolve_ms());
+	if (err) {
+		e = err == -ENODEV ? ENETUNREACH :
+		    err == -EADDRINUSE ? EADDRNOTAVAIL : -err;
+		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, e);
+		return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e);
+	}
+	hps_portq_start(hs);
+	return NULL;
 }
 
 /*

@@ -19,12 +19,19 @@
  * listener is there: a socket that may fall back goes on over TCP at once
  * (HPS_FB_REFUSED), without an iWARP connection attempt reaching a plain
  * TCP server, and so does every such socket to that address and port for
- * %HPS_PORTQ_NEG_TTL, without asking (ICMP errors to another host come at
- * a limited rate, net.ipv4.icmp_ratelimit). Anything else (no answer
+ * %HPS_PORTQ_REFUSED_TTL, without asking (ICMP errors to another host come
+ * at a limited rate, net.ipv4.icmp_ratelimit). Anything else (no answer
  * after the last try, hps_portq_wait_ms[], a datagram that is not an
  * answer) leaves the attempt to go to the port it was given, as before
  * there was a query. Only a socket whose listener may be over iWARP takes
  * part (hps_portq_wanted()).
+ *
+ * The namespace remembers an answer for %HPS_PORTQ_ANSWER_TTL: a socket
+ * that did not bind connects to that RDMA port without asking, and the
+ * hello carries the port it asked for, which the listener there checks
+ * (hps_hello_check()). If the attempt fails, the listener may have gone
+ * or moved: the answer is forgotten, and the socket starts again, asking
+ * (hps_portq_forget(), hps_cm_restart()).
  *
  * Both sides run in the socket's connection work (HPS_W_PORTQ), which the
  * UDP socket's callbacks and the query's timer kick; the UDP socket is
@@ -382,51 +389,101 @@ static void hps_portq_key(const struct sockaddr_storage *ss,
 	*port = htons(hps_addr_port(ss));
 }
 
-static struct hps_portq_neg *hps_portq_slot(struct hps_net *hn,
-					    const struct in6_addr *addr,
-					    __be16 port)
+/*
+ * The slot of the peer's address and port, by hash; @claim: made theirs
+ * (what another pair left there is lost). Return: the slot if it is
+ * theirs, or NULL.
+ */
+static struct hps_portq_seen *hps_portq_slot(struct hps_sock *hs, bool claim)
 {
-	u32 h = jhash(addr, sizeof(*addr), (__force u32)port);
+	struct hps_net *hn = hps_net(sock_net(&hs->sk));
+	struct hps_portq_seen *s;
+	struct in6_addr addr;
+	__be16 port;
 
-	return &hn->portq_neg[h % HPS_PORTQ_NEG];
+	lockdep_assert_held(&hn->portq_lock);
+	hps_portq_key(&hs->peer, &addr, &port);
+	s = &hn->portq_seen[jhash(&addr, sizeof(addr), (__force u32)port) %
+			    HPS_PORTQ_SEEN];
+	if (s->port == port && ipv6_addr_equal(&s->addr, &addr))
+		return s;
+	if (!claim)
+		return NULL;
+	s->addr = addr;
+	s->port = port;
+	return s;
 }
 
 /*
- * Was a query of the peer's port refused less than %HPS_PORTQ_NEG_TTL ago?
- * Context: process.
+ * What the namespace remembers of the peer's port: the RDMA port of an
+ * answer, for a socket that did not bind (hps_cm_restart_work() binds a
+ * new id anew; hs->portq_cached is set); -ECONNREFUSED for a refusal, for
+ * a socket that may fall back; else 0. Context: process, socket lock held.
  */
-static bool hps_portq_refused(struct hps_sock *hs)
+static int hps_portq_recall(struct hps_sock *hs)
 {
 	struct hps_net *hn = hps_net(sock_net(&hs->sk));
-	struct hps_portq_neg *n;
-	struct in6_addr addr;
-	__be16 port;
-	bool hit;
+	struct hps_portq_seen *s;
+	int ret = 0;
 
-	hps_portq_key(&hs->peer, &addr, &port);
-	n = hps_portq_slot(hn, &addr, port);
+	sock_owned_by_me(&hs->sk);
 	spin_lock(&hn->portq_lock);
-	hit = n->expires && time_before(jiffies, n->expires) &&
-	      n->port == port && ipv6_addr_equal(&n->addr, &addr);
+	s = hps_portq_slot(hs, false);
+	if (s && s->expires && time_before(jiffies, s->expires))
+		ret = s->rdma_port ?: -ECONNREFUSED;
 	spin_unlock(&hn->portq_lock);
-	return hit;
+	if (ret > 0 && !hs->local.ss_family) {
+		hs->portq_cached = true;
+		return ret;
+	}
+	return ret == -ECONNREFUSED && hs->fb_spare ? ret : 0;
 }
 
-/* Remember that the query of the peer's port was refused. */
-static void hps_portq_remember(struct hps_sock *hs)
+/*
+ * Remember the outcome of the query of the peer's port: the answer's
+ * @rdma_port, or 0 for a refusal.
+ */
+static void hps_portq_remember(struct hps_sock *hs, u16 rdma_port)
 {
 	struct hps_net *hn = hps_net(sock_net(&hs->sk));
-	struct hps_portq_neg *n;
-	struct in6_addr addr;
-	__be16 port;
+	struct hps_portq_seen *s;
 
-	hps_portq_key(&hs->peer, &addr, &port);
-	n = hps_portq_slot(hn, &addr, port);
 	spin_lock(&hn->portq_lock);
-	n->addr = addr;
-	n->port = port;
-	n->expires = (jiffies + HPS_PORTQ_NEG_TTL) ?: 1;
+	s = hps_portq_slot(hs, true);
+	s->rdma_port = rdma_port;
+	s->expires = (jiffies + (rdma_port ? HPS_PORTQ_ANSWER_TTL :
+				 HPS_PORTQ_REFUSED_TTL)) ?: 1;
 	spin_unlock(&hn->portq_lock);
+}
+
+/**
+ * hps_portq_forget() - an attempt failed: was its RDMA port remembered?
+ * @hs: an active socket, its attempt failed
+ *
+ * An attempt to a remembered port forgets it, as the listener may have
+ * gone or moved, and counts it (portq_stale); the caller starts again,
+ * asking (hps_cm_restart()). Once per connect(): the new attempt asks.
+ *
+ * Context: process, socket lock held.
+ * Return: true if the attempt went to a remembered port.
+ */
+bool hps_portq_forget(struct hps_sock *hs)
+{
+	struct hps_net *hn = hps_net(sock_net(&hs->sk));
+	struct hps_portq_seen *s;
+
+	sock_owned_by_me(&hs->sk);
+	if (!hs->portq_cached)
+		return false;
+	hs->portq_cached = false;
+	spin_lock(&hn->portq_lock);
+	s = hps_portq_slot(hs, false);
+	if (s)
+		s->expires = 0;
+	spin_unlock(&hn->portq_lock);
+	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PORTQ_STALE);
+	trace_hps_conn_portq(hs, -ESTALE);
+	return true;
 }
 
 /*
@@ -441,11 +498,15 @@ static struct rdma_cm_id *hps_portq_done(struct hps_sock *hs,
 
 	sock_owned_by_me(sk);
 	trace_hps_conn_portq(hs, ret);
-	/* (not one remembered: a refusal is remembered from the network) */
+	/* (not one remembered: only what came from the network) */
 	if (ret == -ECONNREFUSED && hs->portq_refused)
-		hps_portq_remember(hs);
+		hps_portq_remember(hs, 0);
 	hs->portq_refused = false;
 	if (ret > 0) {
+		if (hs->portq_cached)
+			hps_stat_inc(sock_net(sk), HPS_STAT_PORTQ_CACHED);
+		else
+			hps_portq_remember(hs, ret);
 		hps_addr_set_port(&id->route.addr.dst_addr, ret);
 	} else if (ret == -ECONNREFUSED) {
 		/* no AF_HPS listener there: TCP now, if the socket may */
@@ -466,11 +527,12 @@ static struct rdma_cm_id *hps_portq_done(struct hps_sock *hs,
  * @id: its cm_id
  *
  * Only when the route goes over an iWARP device; otherwise, or when the
- * query cannot be sent, the route is resolved now. A socket that may fall
- * back and whose peer refused a query of that port lately
- * (hps_portq_refused()) goes on over TCP without asking. Else the
- * connection work goes on with hps_portq_work() when the answer, an error
- * or the timer comes.
+ * query cannot be sent, the route is resolved now. What the namespace
+ * remembers of the peer's port (hps_portq_recall()) is taken without
+ * asking: a socket that may fall back and whose peer refused a query of
+ * that port lately goes on over TCP, one whose peer answered lately goes
+ * to that answer's port. Else the connection work goes on with
+ * hps_portq_work() when the answer, an error or the timer comes.
  *
  * Context: connection work, socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
@@ -486,16 +548,17 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num)) {
 		/* one hps_portq_start() sent is of no use over RoCE */
 		hps_portq_release(hs, hps_portq_take(hs));
+		hs->portq_cached = false;
 		return hps_cm_resolve_route(hs, id);
 	}
 	if (hs->portq) {	/* under way since connect() */
 		hs->portq_addr = true;
 		return NULL;
 	}
-	if (ret)		/* it came already */
+	if (!ret)		/* remembered (not already at connect()) */
+		ret = hps_portq_recall(hs);
+	if (ret)		/* it came already, or was remembered */
 		return hps_portq_done(hs, id, ret);
-	if (hs->fb_spare && hps_portq_refused(hs))
-		return hps_portq_done(hs, id, -ECONNREFUSED);
 	/* from the address the connection will have */
 	if (hps_portq_open(hs, &id->route.addr.src_addr))
 		return hps_cm_resolve_route(hs, id);	/* as without it */
@@ -510,8 +573,8 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
  * While an iWARP device is in use, the query goes at once, from the
  * caller's context, so that its round trip overlaps address resolution;
  * hps_portq_ask() takes it up at ADDR_RESOLVED, or drops it when the
- * route goes over another kind of device. A socket that may fall back and
- * whose peer refused a query of the port lately only notes the refusal.
+ * route goes over another kind of device. What the namespace remembers
+ * of the peer's port (hps_portq_recall()) is taken instead, the same way.
  * When the query cannot be sent, ADDR_RESOLVED asks as if none had been.
  *
  * Context: process (connect()), socket lock held.
@@ -523,10 +586,12 @@ void hps_portq_start(struct hps_sock *hs)
 	hs->portq_addr = false;
 	hs->portq_result = 0;
 	hs->portq_refused = false;
+	hs->portq_cached = false;
 	if (!hps_ib_have_iwarp() || hs->portq)
 		return;
-	/* remembered: ADDR_RESOLVED finds it so (hps_portq_ask()) */
-	if (hs->fb_spare && hps_portq_refused(hs))
+	/* remembered: ADDR_RESOLVED takes it (hps_portq_ask()) */
+	hs->portq_result = hps_portq_recall(hs);
+	if (hs->portq_result)
 		return;
 	/* from the address the socket is bound to, if it is one */
 	hps_portq_open(hs, &hs->local);

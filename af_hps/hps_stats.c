@@ -67,6 +67,8 @@ static const char * const hps_stat_names[HPS_STAT_MAX] = {
 	[HPS_STAT_FB_ERRORS] = "fallback_errors",
 	[HPS_STAT_PORTQ_ANSWERS] = "portq_answers",
 	[HPS_STAT_PORTQ_TIMEOUTS] = "portq_timeouts",
+	[HPS_STAT_PORTQ_CACHED] = "portq_cached",
+	[HPS_STAT_PORTQ_STALE] = "portq_stale",
 };
 
 /**

@@ -903,12 +903,14 @@ int hps_wr_post_zero_write(struct hps_sock *hs, struct ib_cqe *cqe)
  * hps_hello_fill() - the hello this end sends in its CM private data
  * @hs: the connection
  * @h: filled in
+ * @port: the port the active side connected to (the listener's)
  */
-void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h)
+void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h, u16 port)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = cpu_to_be32(HPS_HELLO_MAGIC);
 	h->version = HPS_PROTO_VERSION;
+	h->port = cpu_to_be16(port);
 	h->credits = cpu_to_be32(hs->nrx);
 	h->buf_size = cpu_to_be32(hs->buf_size);
 }
@@ -918,6 +920,10 @@ void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h)
  * @hs: the connection
  * @pdata: the private data received
  * @len: its length
+ * @port: the port the active side connected to (the listener's): a hello
+ *	  for another port is not for this listener, nor from its client
+ *	  (over iWARP, a client's remembered RDMA port may have been taken
+ *	  by another listener since: hps_portq.c)
  *
  * The peer starts with %HPS_CREDITS_MIN buffers of class 0 for us, and its
  * reserve's.
@@ -925,7 +931,7 @@ void hps_hello_fill(struct hps_sock *hs, struct hps_hello *h)
  * Context: process (connection work), socket lock held.
  * Return: 0, -EPROTO if the hello is not acceptable, or -ENOMEM.
  */
-int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len)
+int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len, u16 port)
 {
 	const struct hps_hello *h = pdata;
 	struct hps_cr_run *cr;
@@ -942,8 +948,13 @@ int hps_hello_check(struct hps_sock *hs, const void *pdata, u8 len)
 				    h->version, HPS_PROTO_VERSION);
 		return -EPROTO;
 	}
-	if (h->flags || h->reserved)
+	if (h->flags)
 		return -EPROTO;
+	if (be16_to_cpu(h->port) != port) {
+		pr_info_ratelimited("hello for port %u, not %u\n",
+				    be16_to_cpu(h->port), port);
+		return -EPROTO;
+	}
 	credits = be32_to_cpu(h->credits);
 	buf_size = be32_to_cpu(h->buf_size);
 	if (credits < HPS_CREDITS_MIN || credits > HPS_CREDITS_MAX ||

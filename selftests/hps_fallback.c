@@ -1124,6 +1124,7 @@ TEST(port_query_unicast_only)
  * (the point stays armed) and nobody waits.
  */
 #define INJ_PORTQ_ANSWER	8	/* enum hps_inject_point */
+#define INJ_CONNECT_DONE	9
 #define INJ_POINT	"/sys/module/af_hps/parameters/inject_point"
 
 TEST(port_query_answer_late)
@@ -1162,12 +1163,19 @@ TEST(port_query_answer_late)
 		return;
 	}
 
-	/* closed while it waits, at several moments of its setup */
+	/*
+	 * Closed while it waits, at several moments of its setup; bound, so
+	 * that it asks, not taking the answer remembered above.
+	 */
 	for (i = 0; i < (int)ARRAY_SIZE(wait_us); i++) {
+		struct sockaddr_in sin;
+
 		ASSERT_EQ(0, hps_inject_param("inject_point",
 					      INJ_PORTQ_ANSWER));
 		cfd = fb_socket(1);
 		ASSERT_LE(0, cfd);
+		hps_sin(&sin, self_addr(), 0);
+		ASSERT_EQ(0, bind(cfd, (struct sockaddr *)&sin, sizeof(sin)));
 		ASSERT_EQ(0, fcntl(cfd, F_SETFL, O_NONBLOCK));
 		EXPECT_EQ(-1, fb_connect(cfd, self_addr(), port));
 		EXPECT_EQ(EINPROGRESS, errno);
@@ -1180,6 +1188,239 @@ TEST(port_query_answer_late)
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
 	EXPECT_EQ(tcpc, hps_stat("fallback_tcp_client"));
 	EXPECT_EQ(lost, hps_stat("portq_timeouts"));
+	close(l);
+}
+
+/* Bind AF_HPS socket @fd to our address at @port and listen; @fd or -1. */
+static int listen_at(int fd, int port, int backlog)
+{
+	struct sockaddr_in sin;
+
+	hps_sin(&sin, self_addr(), port);
+	if (fd >= 0 && (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+			listen(fd, backlog))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Ask the listener on @port where its RDMA side is: its port, or -1. */
+static int ask_rdma_port(int port, int version)
+{
+	unsigned char q[16], a[16];
+	int u = udp_to(port), ret = -1;
+
+	if (u < 0)
+		return -1;
+	portq_fill(q, version, 1, port, 0x5a5a0005, 0);
+	if (send(u, q, 16, 0) == 16 && recv(u, a, 16, 0) == 16 && a[5] == 2)
+		ret = a[12] << 8 | a[13];
+	close(u);
+	return ret;
+}
+
+/*
+ * Connect @n clients at once (non-blocking) to @port, accept them, and
+ * check each pair over RDMA with its own bytes. 0 if all went so.
+ */
+static int connect_many(int l, int port, int n)
+{
+	int cfd[8], afd, i, j, tag, bad = 0;
+	struct pollfd pfd;
+
+	for (i = 0; i < n; i++) {
+		cfd[i] = socket(AF_HPS, SOCK_STREAM, 0);
+		if (cfd[i] < 0 || fcntl(cfd[i], F_SETFL, O_NONBLOCK) ||
+		    (fb_connect(cfd[i], self_addr(), port) &&
+		     errno != EINPROGRESS))
+			return -1;
+	}
+	for (i = 0; i < n; i++) {
+		pfd = (struct pollfd){ .fd = cfd[i], .events = POLLOUT };
+		if (poll(&pfd, 1, 10000) != 1 || pfd.revents != POLLOUT ||
+		    fcntl(cfd[i], F_SETFL, 0) ||
+		    send(cfd[i], &i, sizeof(i), 0) != sizeof(i)) {
+			fprintf(stderr, "# client %d: revents %x, %s\n", i,
+				pfd.revents, strerror(errno));
+			bad++;
+		}
+	}
+	for (j = 0; j < n - bad; j++) {
+		afd = accept(l, NULL, NULL);
+		if (afd < 0 || hps_read_all(afd, &tag, sizeof(tag)) !=
+		    sizeof(tag) || tag < 0 || tag >= n ||
+		    transport_of(afd) != HPS_TRANSPORT_RDMA ||
+		    transport_of(cfd[tag]) != HPS_TRANSPORT_RDMA ||
+		    echo_check(cfd[tag], afd, 1 << 14)) {
+			fprintf(stderr, "# accepted %d: not the pair wanted\n",
+				j);
+			bad++;
+		}
+		if (afd >= 0)
+			close(afd);
+	}
+	for (i = 0; i < n; i++)
+		close(cfd[i]);
+	return bad ? -1 : 0;
+}
+
+/*
+ * The namespace remembers an answer (protocol.rst, "Remembered answers"):
+ * clients after the first connect without asking, a bound one asks. The
+ * listener replaced by another on its port, whose RDMA side is elsewhere:
+ * the next clients, several at once, find nothing at the remembered port,
+ * forget it, ask, and are connected over RDMA, each with its own bytes.
+ * Over RoCE nothing is asked or remembered.
+ */
+TEST(port_query_remembered)
+{
+	long answers = hps_stat("portq_answers"), lost = hps_stat("portq_timeouts");
+	long cached = hps_stat("portq_cached"), stale = hps_stat("portq_stale");
+	long f0 = fb_count(), d;
+	struct sockaddr_in sin;
+	struct hps_info hi;
+	int port, l, cfd, afd, i, q1, q2, iw = over_iwarp();
+
+	l = fb_listener(1, &port, 16);
+	ASSERT_LE(0, l);
+	for (i = 0; i < 3; i++) {
+		cfd = hps_connect_to(self_addr(), port);
+		ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+		afd = accept(l, NULL, NULL);
+		ASSERT_LE(0, afd);
+		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(cfd));
+		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(afd));
+		EXPECT_EQ(0, echo_check(cfd, afd, 4096));
+		ASSERT_EQ(0, info(cfd, &hi));
+		close(afd);
+		close(cfd);
+	}
+	EXPECT_EQ(answers + iw, hps_stat("portq_answers"));
+	EXPECT_EQ(cached + 2 * iw, hps_stat("portq_cached"));
+	/* a bound client asks */
+	cfd = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_LE(0, cfd);
+	hps_sin(&sin, self_addr(), 0);
+	ASSERT_EQ(0, bind(cfd, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, fb_connect(cfd, self_addr(), port));
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(0, echo_check(cfd, afd, 4096));
+	close(afd);
+	close(cfd);
+	EXPECT_EQ(answers + 2 * iw, hps_stat("portq_answers"));
+	EXPECT_EQ(cached + 2 * iw, hps_stat("portq_cached"));
+	EXPECT_EQ(stale, hps_stat("portq_stale"));
+
+	/* replaced: the same port, the RDMA side elsewhere */
+	q1 = iw ? ask_rdma_port(port, hi.hpsi_version) : 0;
+	close(l);
+	l = listen_at(fb_socket(1), port, 16);
+	ASSERT_LE(0, l) TH_LOG("listen again at %d: %s", port, strerror(errno));
+	q2 = iw ? ask_rdma_port(port, hi.hpsi_version) : 0;
+	if (iw) {
+		ASSERT_LT(0, q1);
+		ASSERT_LT(0, q2);
+	}
+	answers = hps_stat("portq_answers");
+	cached = hps_stat("portq_cached");
+	EXPECT_EQ(0, connect_many(l, port, 6));
+	d = hps_stat("portq_stale") - stale;
+	if (iw && q1 != q2) {
+		/* at least the first; those after its forgetting asked */
+		EXPECT_LE(1, d);
+		EXPECT_GE(hps_stat("portq_cached") - cached, d);
+		EXPECT_LE(answers + 1, hps_stat("portq_answers"));
+	} else {
+		EXPECT_EQ(0, d) TH_LOG("q1 %d q2 %d", q1, q2);
+	}
+	if (!iw) {
+		EXPECT_EQ(answers, hps_stat("portq_answers"));
+		EXPECT_EQ(cached, hps_stat("portq_cached"));
+	}
+	/* and remembered again */
+	stale = hps_stat("portq_stale");
+	cached = hps_stat("portq_cached");
+	EXPECT_EQ(0, connect_many(l, port, 1));
+	EXPECT_EQ(cached + iw, hps_stat("portq_cached"));
+	EXPECT_EQ(stale, hps_stat("portq_stale"));
+	EXPECT_EQ(lost, hps_stat("portq_timeouts"));
+	EXPECT_EQ(f0, fb_count());
+	close(l);
+}
+
+/*
+ * The remembered port taken by another listener, one over RDMA only on
+ * that port: it rejects the hello, which is for another port (protocol.rst,
+ * "Hello"), and the client starts again, asking, and reaches the listener
+ * it asked for. In a test build, the rejection comes while the client's
+ * rdma_connect() has not returned yet (injection point 9), so that the
+ * new start waits for it. The other listener still takes its own
+ * clients. iWARP only: over RoCE no port is remembered, and the hello's
+ * port is checked by hps_hostile's bad_hellos_rejected.
+ */
+TEST(port_query_remembered_port_taken)
+{
+	long stale = hps_stat("portq_stale"), perr = hps_stat("proto_errors");
+	long cached, f0 = fb_count();
+	bool inj = !access(INJ_POINT, W_OK);
+	struct pollfd pfd;
+	struct hps_info hi;
+	int port, l, l3, cfd, afd, q;
+
+	l = fb_listener(1, &port, 16);
+	ASSERT_LE(0, l);
+	cfd = hps_connect_to(self_addr(), port);
+	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	ASSERT_EQ(0, info(cfd, &hi));
+	close(afd);
+	close(cfd);
+	if (!over_iwarp()) {
+		EXPECT_EQ(stale, hps_stat("portq_stale"));
+		close(l);
+		return;
+	}
+	q = ask_rdma_port(port, hi.hpsi_version);
+	ASSERT_LT(0, q);
+	ASSERT_NE(port, q);
+	close(l);
+	/* RDMA only, not moved: at q itself */
+	l3 = listen_at(fb_socket(0), q, 4);
+	ASSERT_LE(0, l3) TH_LOG("listen at %d: %s", q, strerror(errno));
+	l = listen_at(fb_socket(1), port, 16);
+	ASSERT_LE(0, l) TH_LOG("listen again at %d: %s", port, strerror(errno));
+	cached = hps_stat("portq_cached");
+	if (inj) {
+		ASSERT_EQ(0, hps_inject_param("inject_ms", 300));
+		ASSERT_EQ(0, hps_inject_param("inject_point",
+					      INJ_CONNECT_DONE));
+	}
+	cfd = hps_connect_to(self_addr(), port);
+	EXPECT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	if (inj) {
+		EXPECT_EQ(0, hps_read_long(INJ_POINT));
+		hps_inject_param("inject_point", 0);
+	}
+	ASSERT_LE(0, cfd);
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(cfd));
+	EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(afd));
+	EXPECT_EQ(0, echo_check(cfd, afd, 1 << 16));
+	close(afd);
+	close(cfd);
+	EXPECT_EQ(cached + 1, hps_stat("portq_cached"));
+	EXPECT_EQ(stale + 1, hps_stat("portq_stale"));
+	EXPECT_EQ(perr + 1, hps_stat("proto_errors"));
+	EXPECT_EQ(f0, fb_count());
+	/* nothing for the other listener, which still takes its own */
+	pfd = (struct pollfd){ .fd = l3, .events = POLLIN };
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	EXPECT_EQ(0, connect_many(l3, q, 1));
+	close(l3);
 	close(l);
 }
 

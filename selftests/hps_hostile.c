@@ -20,7 +20,7 @@
 #include "hps_util.h"
 
 /* The protocol version (Documentation/protocol.rst). */
-#define PV 6
+#define PV 7
 /* A kernel end's first window: 3 buffers of class 0, 4 KiB (and the reserve) */
 #define FIRST_WINDOW	3
 #define MSG_SHRINK	9
@@ -35,12 +35,14 @@ struct hdr {
 	uint32_t len;
 } __attribute__((packed));
 
+/* @port: the port connected to, the listener's (protocol.rst) */
 static void mk_hello(unsigned char *h, uint32_t magic, uint8_t ver,
-		     uint32_t credits, uint32_t buf)
+		     uint32_t credits, uint32_t buf, int port)
 {
 	memset(h, 0, 16);
 	*(uint32_t *)h = htobe32(magic);
 	h[4] = ver;
+	*(uint16_t *)(h + 6) = htobe16(port);
 	*(uint32_t *)(h + 8) = htobe32(credits);
 	*(uint32_t *)(h + 12) = htobe32(buf);
 }
@@ -233,7 +235,7 @@ static int peer_up_rcvbuf(struct __test_metadata *_metadata,
 	if (rcvbuf && setsockopt(*l, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
 				 sizeof(rcvbuf)))
 		return -1;
-	mk_hello(h, 0x48505331, PV, 4, 65536);
+	mk_hello(h, 0x48505331, PV, 4, 65536, port);
 	if (peer_connect(p, port, h, sizeof(h)))
 		return -1;
 	p->kcredits = FIRST_WINDOW;
@@ -740,21 +742,25 @@ struct bad_hello {
 	uint8_t ver;
 	uint32_t credits, buf;
 	int len;
+	int port_off;	/* from the listener's port; < 0: port 0 */
 };
 
 TEST(bad_hellos_rejected)
 {
 	static const struct bad_hello cases[] = {
-		{ "no private data", 0, 0, 0, 0, 0 },
-		{ "short", 0x48505331, PV, 4, 65536, 8 },
-		{ "magic", 0x12345678, PV, 4, 65536, 16 },
-		{ "version", 0x48505331, 9, 4, 65536, 16 },
-		{ "version 4, the previous protocol", 0x48505331, 4, 4, 65536, 16 },
-		{ "credits 0", 0x48505331, PV, 0, 65536, 16 },
-		{ "credits 2, below the minimum window", 0x48505331, PV, 2, 65536, 16 },
-		{ "credits huge", 0x48505331, PV, 100000, 65536, 16 },
-		{ "buf tiny", 0x48505331, PV, 4, 16, 16 },
-		{ "buf huge", 0x48505331, PV, 4, 0x7fffffff, 16 },
+		{ "no private data", 0, 0, 0, 0, 0, 0 },
+		{ "short", 0x48505331, PV, 4, 65536, 8, 0 },
+		{ "magic", 0x12345678, PV, 4, 65536, 16, 0 },
+		{ "version", 0x48505331, 9, 4, 65536, 16, 0 },
+		{ "version 6, the previous protocol", 0x48505331, 6, 4, 65536, 16, 0 },
+		{ "credits 0", 0x48505331, PV, 0, 65536, 16, 0 },
+		{ "credits 2, below the minimum window", 0x48505331, PV, 2, 65536, 16, 0 },
+		{ "credits huge", 0x48505331, PV, 100000, 65536, 16, 0 },
+		{ "buf tiny", 0x48505331, PV, 4, 16, 16, 0 },
+		{ "buf huge", 0x48505331, PV, 4, 0x7fffffff, 16, 0 },
+		/* for another listener's port (a stale iWARP port query) */
+		{ "port: another", 0x48505331, PV, 4, 65536, 16, 1 },
+		{ "port: none", 0x48505331, PV, 4, 65536, 16, -1 },
 	};
 	unsigned char h[16];
 	struct peer p;
@@ -768,7 +774,8 @@ TEST(bad_hellos_rejected)
 		double t0 = hps_now();
 
 		mk_hello(h, cases[i].magic, cases[i].ver, cases[i].credits,
-			 cases[i].buf);
+			 cases[i].buf,
+			 cases[i].port_off < 0 ? 0 : port + cases[i].port_off);
 		EXPECT_NE(0, peer_connect(&p, port, cases[i].len ? h : NULL,
 					  cases[i].len))
 			TH_LOG("hello '%s' accepted", cases[i].name);
@@ -797,7 +804,7 @@ static void *hps_connect_thread(void *arg)
 	return NULL;
 }
 
-/* A peer of protocol version 4 is refused, and counted. */
+/* A peer of protocol version 6, the previous, is refused, and counted. */
 TEST(old_version_refused_and_counted)
 {
 	long e0 = hps_stat("proto_errors");
@@ -809,12 +816,12 @@ TEST(old_version_refused_and_counted)
 	if (l < 0)
 		ASSERT_TRUE(0) TH_LOG("AF_HPS not available: is af_hps.ko loaded?");
 	ASSERT_LE(0, e0) TH_LOG("no proto_errors in /proc/net/hps_stat");
-	mk_hello(h, 0x48505331, 4, 16, 65536);
+	mk_hello(h, 0x48505331, 6, 16, 65536, port);
 	EXPECT_NE(0, peer_connect(&p, port, h, sizeof(h)));
 	peer_close(&p);
 	EXPECT_EQ(e0 + 1, hps_stat("proto_errors"));
 	/* The same hello with this version is accepted. */
-	mk_hello(h, 0x48505331, PV, 16, 65536);
+	mk_hello(h, 0x48505331, PV, 16, 65536, port);
 	EXPECT_EQ(0, peer_connect(&p, port, h, sizeof(h)));
 	a = accept(l, NULL, NULL);
 	EXPECT_LE(0, a);
@@ -851,7 +858,7 @@ TEST(bad_hello_in_accept)
 	ASSERT_EQ(0, rdma_listen(lid, 1));
 	pthread_create(&t, NULL, hps_connect_thread, &c);
 	ASSERT_EQ(0, rdma_get_request(lid, &id));
-	mk_hello(h, 0x48505331, PV, 0, 65536);	/* zero credits */
+	mk_hello(h, 0x48505331, PV, 0, 65536, c.port);	/* zero credits */
 	rdma_accept(id, &cp);
 	pthread_join(t, NULL);
 	EXPECT_TRUE(c.err == EPROTO || c.err == ECONNRESET ||

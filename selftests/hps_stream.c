@@ -1078,7 +1078,7 @@ TEST_F(conn, hps_info)
 
 	ASSERT_EQ(0, getsockopt(self->cfd, SOL_HPS, HPS_INFO, &info, &len));
 	EXPECT_EQ(sizeof(info), len);
-	EXPECT_EQ(6, info.hpsi_version);	/* protocol.rst */
+	EXPECT_EQ(7, info.hpsi_version);	/* protocol.rst */
 	EXPECT_EQ(1, info.hpsi_state);	/* TCP_ESTABLISHED */
 	EXPECT_GE(info.hpsi_buf_size, 4096);
 	EXPECT_GE(info.hpsi_rx_bufs, 3);
