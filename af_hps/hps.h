@@ -587,9 +587,12 @@ enum {
  *		   to be remembered once the route is known to be iWARP
  * @portq_result: an active socket's query: its outcome, when it came
  *		  before the address was resolved (0: none)
- * @portq_cached: an active socket's attempt goes to an RDMA port the
- *		  namespace remembered, not one asked for: if it fails, the
- *		  socket forgets it and starts again, asking (hps_cm_restart())
+ * @portq_cached: an active socket's attempt goes to this RDMA port, which
+ *		  the namespace remembered, not one asked for (0: none): if
+ *		  it fails, the socket forgets it and starts again, asking
+ *		  (hps_cm_restart())
+ * @portq_restarted: an active socket's connect() started again so: it
+ *		     takes no remembered answer now (once per connect())
  * @fb_on: HPS_TCP_FALLBACK (socket lock; read by the connection work)
  * @fb_reason: HPS_FB_*: why @fb exists (socket lock)
  * @idle_timer: gives memory back when no data moved for %HPS_RX_IDLE
@@ -793,7 +796,8 @@ struct hps_sock {
 	bool			portq_addr;
 	bool			portq_refused;
 	int			portq_result;
-	bool			portq_cached;
+	u16			portq_cached;
+	bool			portq_restarted;
 	bool			fb_on;
 	u8			fb_reason;
 	struct timer_list	idle_timer;
@@ -1565,6 +1569,7 @@ enum hps_inject_point {
 	HPS_INJ_ACCEPT_QUEUE,	/* one child's move to the accept queue (once) */
 	HPS_INJ_PORTQ_ANSWER,	/* a listener's answer to a port query (once) */
 	HPS_INJ_CONNECT_DONE,	/* rdma_connect() returned: taken late (once) */
+	HPS_INJ_RESTART,	/* a restart waits, the socket without an id */
 };
 
 /* SOL_HPS option of test builds: a fatal QP event from hard-IRQ context */

@@ -288,6 +288,9 @@ void hps_teardown(struct hps_sock *hs, unsigned long work)
 	struct rdma_cm_id *id = NULL;
 	bool down;
 
+	/* test builds: a restart late, the socket without an id (once) */
+	if (test_bit(HPS_W_RESTART, &work))
+		hps_inject_sleep_once(HPS_INJ_RESTART);
 	lock_sock(sk);
 	/* (not for an earlier connection's QP: the socket may have moved on) */
 	if (test_bit(HPS_W_QP_ERROR, &work) && hs->qp &&

@@ -638,6 +638,7 @@ int hps_connect(struct socket *sock, struct sockaddr *addr, int len,
 			}
 		}
 		memcpy(&hs->peer, &ss, sizeof(ss));
+		hs->portq_restarted = false;
 		hps_fb_prepare(hs);
 		set_bit(HPS_F_ACTIVE, &hs->flags);
 		sk->sk_err = 0;
@@ -1036,31 +1037,33 @@ static struct rdma_cm_id *hps_cm_restart(struct hps_sock *hs)
 	}
 	hps_cm_release_port(hs);
 	hps_portq_release(hs, hps_portq_take(hs));
-	if (hs->cm_id && test_bit(HPS_F_QP_READY, &hs->flags))
-		rdma_disconnect(hs->cm_id);
+	/* (never up: hps_cm_active_up() clears hs->portq_cached) */
 	hps_wr_teardown(hs);
+	hps_wr_free_bufs(hs);	/* and their charge: as __hps_teardown() */
 	id = hs->cm_id;
 	hs->cm_id = NULL;
+	hs->portq_restarted = true;
 	hps_connd_kick(hs, HPS_W_RESTART);
 	return id;
 }
 
 /*
  * A connection attempt failed with @err (a positive errno): it goes on
- * over TCP if the socket may (hps_fb_try()), else fails; or, when it went
- * to a remembered RDMA port, starts again, asking (hps_cm_restart()); not
- * for an address or route that failed, as they would again. @event and
- * @status say how (HPS_TP_NO_EVENT and a call's -errno when a call
- * failed). Context: connection work, socket lock held.
+ * over TCP if the socket may (hps_fb_try()), else fails; or, when the
+ * peer's end failed it (@remote: rejected, unreachable, rdma_connect()
+ * failed) and it went to a remembered RDMA port, starts again, asking
+ * (hps_cm_restart()); not after an abort or close(). @event and @status
+ * say how (HPS_TP_NO_EVENT and a call's -errno when a call failed).
+ * Context: connection work, socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
  */
 static struct rdma_cm_id *hps_cm_connect_failed(struct hps_sock *hs,
 						int event, int status,
-						int err)
+						int err, bool remote)
 {
 	sock_owned_by_me(&hs->sk);
-	if (event != RDMA_CM_EVENT_ADDR_ERROR &&
-	    event != RDMA_CM_EVENT_ROUTE_ERROR && hps_portq_forget(hs))
+	if (remote && !test_bit(HPS_F_ABORTED, &hs->flags) &&
+	    !sock_flag(&hs->sk, SOCK_DEAD) && hps_portq_forget(hs))
 		return hps_cm_restart(hs);
 	if (test_bit(HPS_F_ACTIVE, &hs->flags) &&
 	    hps_fb_try(hs, hps_fb_reason(event, status)))
@@ -1109,7 +1112,8 @@ void hps_cm_connect_work(struct work_struct *work)
 
 		pr_debug("rdma_connect failed: %d\n", err);
 		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, e);
-		destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e);
+		destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e,
+						true);
 	}
 	release_sock(sk);
 	hps_cm_destroy_id(sk, destroy);
@@ -1124,7 +1128,7 @@ static struct rdma_cm_id *hps_cm_active_up(struct hps_sock *hs,
 	struct sock *sk = &hs->sk;
 
 	set_bit(HPS_F_QP_READY, &hs->flags);
-	hs->portq_cached = false;	/* it held */
+	hs->portq_cached = 0;	/* it held */
 	if (hps_hello_check(hs, pdata, pdata_len, hps_addr_port(&hs->peer))) {
 		pr_warn_ratelimited("bad hello from the passive side\n");
 		hps_stat_inc(sock_net(sk), HPS_STAT_PROTO_ERRORS);
@@ -1175,7 +1179,8 @@ struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
 		return NULL;
 	trace_hps_conn_connect(hs, RDMA_CM_EVENT_ADDR_RESOLVED, err,
 			       EHOSTUNREACH);
-	return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, EHOSTUNREACH);
+	return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, EHOSTUNREACH,
+				     false);
 }
 
 /**
@@ -1184,8 +1189,9 @@ struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
  *	without an id (hps_cm_restart())
  *
  * As connect() started it, from the same socket state; the port query
- * goes out now, as the remembered port was forgotten. Not for a socket
- * that was closed, fell back or failed meanwhile.
+ * goes out now, as the remembered port was forgotten. A socket aborted
+ * or closed meanwhile fails now (ECONNABORTED, unless it has an error
+ * already); one that fell back or failed is left as it is.
  *
  * Context: connection work (%HPS_W_RESTART), socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
@@ -1197,14 +1203,12 @@ struct rdma_cm_id *hps_cm_restart_work(struct hps_sock *hs)
 
 	sock_owned_by_me(sk);
 	might_sleep();
-	if (sk->sk_state != TCP_SYN_SENT || hs->cm_id || hs->qp || hs->fb ||
-	    test_bit(HPS_F_TEARDOWN, &hs->flags) ||
-	    test_bit(HPS_F_ABORTED, &hs->flags))
+	if (sk->sk_state != TCP_SYN_SENT || hs->cm_id || hs->qp || hs->fb)
 		return NULL;
-	if (sock_flag(sk, SOCK_DEAD)) {
-		hps_set_state(sk, TCP_CLOSE);	/* closed meanwhile */
-		return NULL;
-	}
+	/* aborted or closed meanwhile (no id: nothing else ends it) */
+	if (test_bit(HPS_F_TEARDOWN, &hs->flags) ||
+	    test_bit(HPS_F_ABORTED, &hs->flags) || sock_flag(sk, SOCK_DEAD))
+		return hps_fail(hs, ECONNABORTED);
 	hps_conn_params(hs);
 	err = hps_cm_create_id(sk);
 	set_bit(HPS_F_ACTIVE, &hs->flags);	/* (both reset the flags) */
@@ -1218,7 +1222,7 @@ struct rdma_cm_id *hps_cm_restart_work(struct hps_sock *hs)
 		e = err == -ENODEV ? ENETUNREACH :
 		    err == -EADDRINUSE ? EADDRNOTAVAIL : -err;
 		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, e);
-		return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e);
+		return hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e, false);
 	}
 	hps_portq_start(hs);
 	return NULL;
@@ -1300,7 +1304,7 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 			pr_debug("connection setup failed: %d\n", err);
 			trace_hps_conn_connect(hs, event, err, e);
 			destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT,
-							err, e);
+							err, e, false);
 			break;
 		}
 		set_bit(HPS_F_CONNECTING, &hs->flags);
@@ -1346,7 +1350,9 @@ void hps_cm_process(struct rdma_cm_id *id, int event, int status,
 		hps_cm_outcome(hs, id, event, status,
 			       -hps_cm_errno(event, status));
 		destroy = hps_cm_connect_failed(hs, event, status,
-						-hps_cm_errno(event, status));
+						-hps_cm_errno(event, status),
+						event != RDMA_CM_EVENT_ADDR_ERROR &&
+						event != RDMA_CM_EVENT_ROUTE_ERROR);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		/*

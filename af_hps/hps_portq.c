@@ -417,8 +417,9 @@ static struct hps_portq_seen *hps_portq_slot(struct hps_sock *hs, bool claim)
 /*
  * What the namespace remembers of the peer's port: the RDMA port of an
  * answer, for a socket that did not bind (hps_cm_restart_work() binds a
- * new id anew; hs->portq_cached is set); -ECONNREFUSED for a refusal, for
- * a socket that may fall back; else 0. Context: process, socket lock held.
+ * new id anew) and has not started again already (hs->portq_cached is
+ * set); -ECONNREFUSED for a refusal, for a socket that may fall back;
+ * else 0. Context: process, socket lock held.
  */
 static int hps_portq_recall(struct hps_sock *hs)
 {
@@ -432,8 +433,8 @@ static int hps_portq_recall(struct hps_sock *hs)
 	if (s && s->expires && time_before(jiffies, s->expires))
 		ret = s->rdma_port ?: -ECONNREFUSED;
 	spin_unlock(&hn->portq_lock);
-	if (ret > 0 && !hs->local.ss_family) {
-		hs->portq_cached = true;
+	if (ret > 0 && !hs->local.ss_family && !hs->portq_restarted) {
+		hs->portq_cached = ret;
 		return ret;
 	}
 	return ret == -ECONNREFUSED && hs->fb_spare ? ret : 0;
@@ -460,9 +461,10 @@ static void hps_portq_remember(struct hps_sock *hs, u16 rdma_port)
  * hps_portq_forget() - an attempt failed: was its RDMA port remembered?
  * @hs: an active socket, its attempt failed
  *
- * An attempt to a remembered port forgets it, as the listener may have
- * gone or moved, and counts it (portq_stale); the caller starts again,
- * asking (hps_cm_restart()). Once per connect(): the new attempt asks.
+ * An attempt to a remembered port forgets it (unless the namespace
+ * remembers another answer already), as the listener may have gone or
+ * moved, and counts it (portq_stale); the caller starts again, asking
+ * (hps_cm_restart()). Once per connect(): the new attempt asks.
  *
  * Context: process, socket lock held.
  * Return: true if the attempt went to a remembered port.
@@ -475,11 +477,11 @@ bool hps_portq_forget(struct hps_sock *hs)
 	sock_owned_by_me(&hs->sk);
 	if (!hs->portq_cached)
 		return false;
-	hs->portq_cached = false;
 	spin_lock(&hn->portq_lock);
 	s = hps_portq_slot(hs, false);
-	if (s)
+	if (s && s->rdma_port == hs->portq_cached)
 		s->expires = 0;
+	hs->portq_cached = 0;
 	spin_unlock(&hn->portq_lock);
 	hps_stat_inc(sock_net(&hs->sk), HPS_STAT_PORTQ_STALE);
 	trace_hps_conn_portq(hs, -ESTALE);
@@ -548,7 +550,7 @@ struct rdma_cm_id *hps_portq_ask(struct hps_sock *hs, struct rdma_cm_id *id)
 	if (!id->device || !rdma_protocol_iwarp(id->device, id->port_num)) {
 		/* one hps_portq_start() sent is of no use over RoCE */
 		hps_portq_release(hs, hps_portq_take(hs));
-		hs->portq_cached = false;
+		hs->portq_cached = 0;
 		return hps_cm_resolve_route(hs, id);
 	}
 	if (hs->portq) {	/* under way since connect() */
@@ -586,7 +588,7 @@ void hps_portq_start(struct hps_sock *hs)
 	hs->portq_addr = false;
 	hs->portq_result = 0;
 	hs->portq_refused = false;
-	hs->portq_cached = false;
+	hs->portq_cached = 0;
 	if (!hps_ib_have_iwarp() || hs->portq)
 		return;
 	/* remembered: ADDR_RESOLVED takes it (hps_portq_ask()) */

@@ -1125,6 +1125,7 @@ TEST(port_query_unicast_only)
  */
 #define INJ_PORTQ_ANSWER	8	/* enum hps_inject_point */
 #define INJ_CONNECT_DONE	9
+#define INJ_RESTART		10
 #define INJ_POINT	"/sys/module/af_hps/parameters/inject_point"
 
 TEST(port_query_answer_late)
@@ -1422,6 +1423,67 @@ TEST(port_query_remembered_port_taken)
 	EXPECT_EQ(0, connect_many(l3, q, 1));
 	close(l3);
 	close(l);
+}
+
+/*
+ * A client closed while it starts again (its remembered port failed), in
+ * a test build at a moment the socket has no id (injection point 10): it
+ * goes, with nothing reaching the listener, over RDMA or TCP, and nothing
+ * left behind. The next client is connected. Over RoCE nothing is
+ * remembered: the point stays armed.
+ */
+TEST(port_query_restart_closed)
+{
+	long stale = hps_stat("portq_stale"), f0 = fb_count();
+	long tcpc = hps_stat("fallback_tcp_client");
+	int ref0 = hps_module_refcnt(), port, l, cfd, afd, i;
+	struct pollfd pfd;
+
+	if (access(INJ_POINT, W_OK))
+		SKIP(return, "not a test build of af_hps.ko (make vm-modules)");
+	ASSERT_LE(0, ref0);	/* our sockets hold the module */
+	l = fb_listener(1, &port, 16);
+	ASSERT_LE(0, l);
+	cfd = hps_connect_to(self_addr(), port);
+	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	close(afd);
+	close(cfd);
+	/* replaced: what the namespace remembers leads nowhere */
+	close(l);
+	l = listen_at(fb_socket(1), port, 16);
+	ASSERT_LE(0, l) TH_LOG("listen again at %d: %s", port, strerror(errno));
+
+	ASSERT_EQ(0, hps_inject_param("inject_ms", 300));
+	ASSERT_EQ(0, hps_inject_param("inject_point", INJ_RESTART));
+	cfd = socket(AF_HPS, SOCK_STREAM, 0);
+	ASSERT_LE(0, cfd);
+	ASSERT_EQ(0, fcntl(cfd, F_SETFL, O_NONBLOCK));
+	EXPECT_EQ(-1, fb_connect(cfd, self_addr(), port));
+	EXPECT_EQ(EINPROGRESS, errno);
+	usleep(100000);
+	close(cfd);
+	usleep(500000);
+	EXPECT_EQ(over_iwarp() ? 0 : INJ_RESTART, hps_read_long(INJ_POINT));
+	hps_inject_param("inject_point", 0);
+	EXPECT_EQ(stale + over_iwarp(), hps_stat("portq_stale"));
+	pfd = (struct pollfd){ .fd = l, .events = POLLIN };
+	if (over_iwarp()) {
+		EXPECT_EQ(0, poll(&pfd, 1, 0));
+	} else {	/* connected before it was closed, maybe: taken */
+		while (poll(&pfd, 1, 0) == 1 &&
+		       (afd = accept(l, NULL, NULL)) >= 0)
+			close(afd);
+	}
+	EXPECT_EQ(tcpc, hps_stat("fallback_tcp_client"));
+	EXPECT_EQ(f0, fb_count());
+	/* the next one is connected */
+	EXPECT_EQ(0, connect_many(l, port, 1));
+	close(l);
+	for (i = 0; i < 50 && hps_module_refcnt() > ref0; i++)
+		usleep(100000);
+	EXPECT_EQ(ref0, hps_module_refcnt());
 }
 
 /*

@@ -9,9 +9,11 @@
 # connrate (connect, 64 bytes each way, close) to an AF_HPS server on the
 # peer, then as long of TCP connrate between the same addresses; rmmod.
 # One line per module and round with both rates, their ratio, a
-# connection's median time and the port queries that gave up, then per
-# module the medians of the rounds, against the first module's. The modules are built as the tree's, from a worktree
-# each (make modules KDIR=..., for the guest's kernel):
+# connection's median time, the port queries that gave up and the
+# connections that took a remembered answer (portq_cached), then per
+# module the medians of the rounds, against the first module's. The
+# modules are built as the tree's, from a worktree each (make modules
+# KDIR=..., for the guest's kernel):
 #
 #   tools/vm/hps-vm run --nodes 2 --rdma siw --no-module --timeout 1800 -- \
 #	tools/bench/ab-connrate.sh -r 6 build/ab/before.ko build/ab/after.ko
@@ -79,14 +81,14 @@ for r in $(seq "$rounds"); do
 			continue
 		fi
 		port=$((port + 2))
-		t0=$(stat portq_timeouts)
+		t0=$(stat portq_timeouts) c0=$(stat portq_cached)
 		read -r h hm <<<"$(rate hps $port)"
-		t1=$(stat portq_timeouts)
+		t1=$(stat portq_timeouts) c1=$(stat portq_cached)
 		read -r t tm <<<"$(rate tcp $((port + 1)))"
 		ratio=$(awk -v h="$h" -v t="$t" 'BEGIN { printf "%.3f", (t > 0 ? h / t : 0) }')
-		printf '%s round %s %s: hps %s/s (median %s us), tcp %s/s (%s us), hps/tcp %s | port query timeouts %s\n' \
+		printf '%s round %s %s: hps %s/s (median %s us), tcp %s/s (%s us), hps/tcp %s | port query timeouts %s, answers remembered %s\n' \
 			"$(date +%T)" "$r" "$(basename "$m" .ko)" "$h" "$hm" "$t" "$tm" \
-			"$ratio" "$(count "$t0" "$t1")"
+			"$ratio" "$(count "$t0" "$t1")" "$(count "$c0" "$c1")"
 		echo "$(basename "$m" .ko) $h $ratio $hm $tm" >>"$res"
 	done
 done
