@@ -453,6 +453,7 @@ enum {
 	HPS_F_CONNECTING,	/* rdma_connect() running in connect_work */
 	HPS_F_TEARDOWN_DEFER,	/* teardown waits for connect_work */
 	HPS_F_RESTART_DEFER,	/* a restart waits for it (hps_cm_restart()) */
+	HPS_F_RESTART_OWED,	/* ... then for the old id's destruction */
 	HPS_F_ZC_TX_OWNED,	/* a writer's zero-copy send is under way */
 	HPS_F_ZC_TX_ORPHAN,	/* ... whose writer left: connd cleans up */
 	HPS_F_ZC_TX,		/* our SRCAVAIL is out, its key not revoked */

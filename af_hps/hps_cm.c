@@ -48,14 +48,23 @@ static int hps_resolve_ms(void)
  * @sk: the socket the id belonged to
  * @id: the id, or NULL
  *
+ * A restart (hps_cm_restart()) starts once the old id is gone: no late
+ * event of it can then be taken for one of the new id, which may have
+ * its address.
+ *
  * Context: process, not within @id's event handler, socket lock not held.
  */
 void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id)
 {
-	if (!id)
-		return;
-	rdma_destroy_id(id);
-	sock_put(sk);	/* the cm_id's reference, see hps_cm_create_id() */
+	struct hps_sock *hs = hps_sk(sk);
+
+	might_sleep();
+	if (id)
+		rdma_destroy_id(id);
+	if (test_and_clear_bit(HPS_F_RESTART_OWED, &hs->flags))
+		hps_connd_kick(hs, HPS_W_RESTART);
+	if (id)
+		sock_put(sk);	/* the cm_id's reference (hps_cm_create_id()) */
 }
 
 /**
@@ -1020,9 +1029,10 @@ out:
  * An attempt to an RDMA port the namespace remembered failed (over iWARP,
  * hps_portq_forget()): the socket starts again, asking, with a new id and
  * QP, and stays in SYN_SENT with nothing to report. The QP and buffers go
- * now, the id when the caller has released the socket lock; the connection
- * work starts the new attempt (hps_cm_restart_work()). While rdma_connect()
- * runs, hps_cm_connect_work() does this when it returns.
+ * now, the id when the caller has released the socket lock
+ * (hps_cm_destroy_id()), and then the connection work starts the new
+ * attempt (hps_cm_restart_work()). While rdma_connect() runs,
+ * hps_cm_connect_work() does this when it returns.
  * Context: process, socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.
  */
@@ -1043,7 +1053,7 @@ static struct rdma_cm_id *hps_cm_restart(struct hps_sock *hs)
 	id = hs->cm_id;
 	hs->cm_id = NULL;
 	hs->portq_restarted = true;
-	hps_connd_kick(hs, HPS_W_RESTART);
+	set_bit(HPS_F_RESTART_OWED, &hs->flags);	/* hps_cm_destroy_id() */
 	return id;
 }
 
@@ -1062,8 +1072,9 @@ static struct rdma_cm_id *hps_cm_connect_failed(struct hps_sock *hs,
 						int err, bool remote)
 {
 	sock_owned_by_me(&hs->sk);
-	if (remote && !test_bit(HPS_F_ABORTED, &hs->flags) &&
-	    !sock_flag(&hs->sk, SOCK_DEAD) && hps_portq_forget(hs))
+	if (remote && hps_portq_forget(hs) &&
+	    !test_bit(HPS_F_ABORTED, &hs->flags) &&
+	    !sock_flag(&hs->sk, SOCK_DEAD))
 		return hps_cm_restart(hs);
 	if (test_bit(HPS_F_ACTIVE, &hs->flags) &&
 	    hps_fb_try(hs, hps_fb_reason(event, status)))
@@ -1105,15 +1116,23 @@ void hps_cm_connect_work(struct work_struct *work)
 		clear_bit(HPS_F_RESTART_DEFER, &hs->flags);
 		hps_connd_kick(hs, HPS_W_TEARDOWN);
 	} else if (test_and_clear_bit(HPS_F_RESTART_DEFER, &hs->flags)) {
-		destroy = hps_cm_restart(hs);	/* its failure came meanwhile */
+		/* its failure came meanwhile; an abort or close() since too */
+		if (test_bit(HPS_F_ABORTED, &hs->flags) ||
+		    sock_flag(sk, SOCK_DEAD))
+			destroy = hps_fail(hs, ECONNABORTED);
+		else
+			destroy = hps_cm_restart(hs);
 	} else if (err) {
 		int e = err == -ETIMEDOUT ? ETIMEDOUT :
 			err == -ENETUNREACH ? ENETUNREACH : ECONNREFUSED;
 
 		pr_debug("rdma_connect failed: %d\n", err);
 		trace_hps_conn_connect(hs, HPS_TP_NO_EVENT, err, e);
+		/* the peer's (a remembered port: nobody there), not ours */
 		destroy = hps_cm_connect_failed(hs, HPS_TP_NO_EVENT, err, e,
-						true);
+						err == -ECONNREFUSED ||
+						err == -ECONNRESET ||
+						err == -ETIMEDOUT);
 	}
 	release_sock(sk);
 	hps_cm_destroy_id(sk, destroy);
@@ -1190,8 +1209,8 @@ struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
  *
  * As connect() started it, from the same socket state; the port query
  * goes out now, as the remembered port was forgotten. A socket aborted
- * or closed meanwhile fails now (ECONNABORTED, unless it has an error
- * already); one that fell back or failed is left as it is.
+ * or closed meanwhile fails now (ECONNABORTED; an aborted one keeps its
+ * abort's error); one that fell back or failed is left as it is.
  *
  * Context: connection work (%HPS_W_RESTART), socket lock held.
  * Return: the cm_id to destroy after releasing the socket lock, or NULL.

@@ -476,7 +476,14 @@ static int hps_fb_listen_at(struct hps_sock *hs,
 			    IPPROTO_TCP, &lsn, 0);
 	if (err)
 		return err;
-	lsn->sk->sk_reuse = sk->sk_reuse;
+	/*
+	 * A port the socket was bound to was bound as with SO_REUSEADDR
+	 * (hps_cm_bind_held()): a connection with SO_REUSEADDR in TIME_WAIT
+	 * there (siw's are; an earlier connection's ephemeral port) must
+	 * not leave the listener without its TCP side, nor, over iWARP,
+	 * with its RDMA side on the port.
+	 */
+	lsn->sk->sk_reuse = hps_addr_port(addr) ? SK_CAN_REUSE : sk->sk_reuse;
 	hps_fb_copy_opts(hs, lsn);	/* what TCP's children inherit */
 	err = kernel_bind(lsn, (struct sockaddr *)addr, hps_addr_len(addr));
 	if (err) {

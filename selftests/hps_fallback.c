@@ -1659,6 +1659,59 @@ TEST(listener_poll_nonblocking)
 }
 
 /*
+ * A port where a connection with SO_REUSEADDR is in TIME_WAIT (siw's
+ * sockets are such, and an earlier connection's ephemeral port can be
+ * the one a server binds: the tests' random ports come from a range that
+ * overlaps the ephemeral one): bind() takes it, as with SO_REUSEADDR,
+ * and the listener has its TCP side there all the same, and over iWARP
+ * its RDMA side elsewhere. Without the TCP side's SO_REUSEADDR, the
+ * listener was left with neither, its RDMA side on the port over iWARP.
+ * A TCP socket without SO_REUSEADDR cannot bind the port: the TIME_WAIT
+ * is there.
+ */
+TEST(listener_port_in_time_wait)
+{
+	struct sockaddr_in sin;
+	int port, tl, cfd, afd, l, fd, one = 1;
+
+	tl = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, tl);
+	ASSERT_EQ(0, setsockopt(tl, SOL_SOCKET, SO_REUSEADDR, &one,
+				sizeof(one)));
+	tl = listen_at_random_port(tl, self_addr(), &port, 4);
+	ASSERT_LE(0, tl);
+	cfd = tcp_client(port);
+	ASSERT_LE(0, cfd);
+	afd = accept(tl, NULL, NULL);
+	ASSERT_LE(0, afd);
+	close(afd);		/* the server's end closes first: TIME_WAIT */
+	usleep(50000);
+	close(cfd);
+	close(tl);
+	usleep(100000);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, fd);
+	hps_sin(&sin, self_addr(), port);
+	EXPECT_EQ(-1, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(EADDRINUSE, errno);
+	close(fd);
+
+	l = listen_at(fb_socket(1), port, 4);
+	ASSERT_LE(0, l) TH_LOG("listen at %d: %s", port, strerror(errno));
+	EXPECT_EQ(HPS_TRANSPORT_RDMA_TCP, transport_of(l));
+	cfd = tcp_client(port);
+	ASSERT_LE(0, cfd) TH_LOG("TCP client: %s", strerror(errno));
+	afd = accept(l, NULL, NULL);
+	ASSERT_LE(0, afd);
+	EXPECT_EQ(HPS_TRANSPORT_TCP, transport_of(afd));
+	EXPECT_EQ(0, echo_check(cfd, afd, 1 << 14));
+	close(afd);
+	close(cfd);
+	EXPECT_EQ(0, connect_many(l, port, 2));
+	close(l);
+}
+
+/*
  * A TCP client not yet accepted is reset when the listener closes, as
  * TCP's listener resets it; after shutdown(SHUT_RD) or close() TCP
  * clients are refused.
@@ -1683,6 +1736,7 @@ TEST(listener_close_and_shutdown)
 
 	l = fb_listener(1, &port, 4);
 	ASSERT_LE(0, l);
+	EXPECT_EQ(HPS_TRANSPORT_RDMA_TCP, transport_of(l));
 	ASSERT_EQ(0, shutdown(l, SHUT_RD));
 	EXPECT_EQ(-1, tcp_client(port));
 	EXPECT_EQ(ECONNREFUSED, errno);
