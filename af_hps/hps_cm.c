@@ -50,7 +50,8 @@ static int hps_resolve_ms(void)
  *
  * A restart (hps_cm_restart()) starts once the old id is gone: no late
  * event of it can then be taken for one of the new id, which may have
- * its address.
+ * its address. (Until then the socket has no id: only the destruction
+ * of the old one comes here with an id.)
  *
  * Context: process, not within @id's event handler, socket lock not held.
  */
@@ -59,12 +60,12 @@ void hps_cm_destroy_id(struct sock *sk, struct rdma_cm_id *id)
 	struct hps_sock *hs = hps_sk(sk);
 
 	might_sleep();
-	if (id)
-		rdma_destroy_id(id);
+	if (!id)
+		return;
+	rdma_destroy_id(id);
 	if (test_and_clear_bit(HPS_F_RESTART_OWED, &hs->flags))
-		hps_connd_kick(hs, HPS_W_RESTART);
-	if (id)
-		sock_put(sk);	/* the cm_id's reference (hps_cm_create_id()) */
+		hps_connd_kick(hs, HPS_W_RESTART);	/* its own reference */
+	sock_put(sk);	/* the cm_id's reference (hps_cm_create_id()) */
 }
 
 /**
@@ -1053,7 +1054,10 @@ static struct rdma_cm_id *hps_cm_restart(struct hps_sock *hs)
 	id = hs->cm_id;
 	hs->cm_id = NULL;
 	hs->portq_restarted = true;
-	set_bit(HPS_F_RESTART_OWED, &hs->flags);	/* hps_cm_destroy_id() */
+	if (id)		/* (always: an attempt has its id) */
+		set_bit(HPS_F_RESTART_OWED, &hs->flags); /* hps_cm_destroy_id() */
+	else
+		hps_connd_kick(hs, HPS_W_RESTART);
 	return id;
 }
 

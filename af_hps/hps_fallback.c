@@ -477,8 +477,8 @@ static int hps_fb_listen_at(struct hps_sock *hs,
 	if (err)
 		return err;
 	/*
-	 * A port the socket was bound to was bound as with SO_REUSEADDR
-	 * (hps_cm_bind_held()): a connection with SO_REUSEADDR in TIME_WAIT
+	 * A port the socket was bound to, or rdma_listen() chose, was bound
+	 * as with SO_REUSEADDR: a connection with SO_REUSEADDR in TIME_WAIT
 	 * there (siw's are; an earlier connection's ephemeral port) must
 	 * not leave the listener without its TCP side, nor, over iWARP,
 	 * with its RDMA side on the port.
