@@ -1285,18 +1285,8 @@ TEST(port_query_remembered)
 
 	l = fb_listener(1, &port, 16);
 	ASSERT_LE(0, l);
-	for (i = 0; i < 3; i++) {
-		cfd = hps_connect_to(self_addr(), port);
-		ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
-		afd = accept(l, NULL, NULL);
-		ASSERT_LE(0, afd);
-		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(cfd));
-		EXPECT_EQ(HPS_TRANSPORT_RDMA, transport_of(afd));
-		EXPECT_EQ(0, echo_check(cfd, afd, 4096));
-		ASSERT_EQ(0, info(cfd, &hi));
-		close(afd);
-		close(cfd);
-	}
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, connect_many(l, port, 1));
 	EXPECT_EQ(answers + iw, hps_stat("portq_answers"));
 	EXPECT_EQ(cached + 2 * iw, hps_stat("portq_cached"));
 	/* a bound client asks */
@@ -1308,6 +1298,7 @@ TEST(port_query_remembered)
 	afd = accept(l, NULL, NULL);
 	ASSERT_LE(0, afd);
 	EXPECT_EQ(0, echo_check(cfd, afd, 4096));
+	ASSERT_EQ(0, info(cfd, &hi));
 	close(afd);
 	close(cfd);
 	EXPECT_EQ(answers + 2 * iw, hps_stat("portq_answers"));
@@ -1444,12 +1435,7 @@ TEST(port_query_restart_closed)
 	ASSERT_LE(0, ref0);	/* our sockets hold the module */
 	l = fb_listener(1, &port, 16);
 	ASSERT_LE(0, l);
-	cfd = hps_connect_to(self_addr(), port);
-	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
-	afd = accept(l, NULL, NULL);
-	ASSERT_LE(0, afd);
-	close(afd);
-	close(cfd);
+	ASSERT_EQ(0, connect_many(l, port, 1));	/* remembered */
 	/* replaced: what the namespace remembers leads nowhere */
 	close(l);
 	l = listen_at(fb_socket(1), port, 16);
