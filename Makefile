@@ -7,10 +7,19 @@ SHELL	:= /bin/bash
 TOP	:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD	:= $(TOP)/build
 
-# The guest kernel ABI staged by tools/deps.sh (read from Debian's
-# linux-image-amd64 metapackage, never hard-coded).
+# The guest kernel: KERNEL=6.1 (Debian 12's own, the default), 6.12 (the
+# 6.12 LTS line Debian 12 also ships) or 6.12-rt (its PREEMPT_RT flavour).
+# tools/deps.sh stages it and writes its ABI (read from Debian's
+# metapackages, never hard-coded) and its headers' tree; the targets that
+# boot guests or build for them (vm-modules, check, run, bench, lint, ...)
+# use that kernel. KERNELS are the kernels 'make lint' and 'make
+# check-kernels' build for.
+KERNEL	?= 6.1
+KERNELS	:= 6.1 6.12 6.12-rt
+export HPS_KERNEL := $(KERNEL)
 VM_ABI	 = $(shell cat $(BUILD)/.deps-ok 2>/dev/null)
-VM_KDIR	 = /usr/src/linux-headers-$(VM_ABI)
+VM_KDIR	 = $(shell cat $(BUILD)/.vm-kdir 2>/dev/null)
+VM_SERIES = $(shell cat $(BUILD)/.vm-series 2>/dev/null)
 
 # The kernel af_hps.ko is built for: KVER=RELEASE builds against
 # /lib/modules/RELEASE/build, KDIR=DIR against that build tree. Neither: the
@@ -46,7 +55,8 @@ DKMS_SRC = $(DESTDIR)/usr/src/af_hps-$(DKMS_VERSION)
 HPS_VM	:= $(TOP)/tools/vm/hps-vm
 SRC	:= $(BUILD)/linux-source
 CHECKPATCH := $(SRC)/scripts/checkpatch.pl
-KSRCS	 = $(wildcard $(TOP)/af_hps/*.[ch]) $(TOP)/include/uapi/linux/af_hps.h \
+KSRCS	 = $(filter-out %/hps_compat_gen.h,$(wildcard $(TOP)/af_hps/*.[ch])) \
+	   $(wildcard $(TOP)/compat/*.c) $(TOP)/include/uapi/linux/af_hps.h \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules kdir progs deps clean help run check check-full \
@@ -117,13 +127,14 @@ vm-modules: deps
 	$(MAKE) -C $(VM_KDIR) M=$(TOP) CONFIG_AF_HPS_INJECT=y modules
 	@$(MAKE) --no-print-directory siw
 
-# Soft-iWARP, built out of tree from Debian's linux-source-6.1 (Debian's
-# kernel does not ship it).
+# Soft-iWARP, built out of tree from Debian's linux-source of the guest
+# kernel's series (no Debian kernel ships it).
 SIW_DIR	 = $(BUILD)/siw/$(VM_ABI)
+SIW_SRC	 = $(if $(filter 6.12%,$(VM_SERIES)),$(BUILD)/linux-source-6.12,$(SRC))
 siw:
 	@if [ ! -f $(SIW_DIR)/siw.ko ]; then \
 		mkdir -p $(SIW_DIR) && \
-		cp $(SRC)/drivers/infiniband/sw/siw/* $(SIW_DIR)/ && \
+		cp $(SIW_SRC)/drivers/infiniband/sw/siw/* $(SIW_DIR)/ && \
 		echo "  SIW     $(SIW_DIR)/siw.ko" && \
 		$(MAKE) -s -C $(VM_KDIR) M=$(SIW_DIR) CONFIG_RDMA_SIW=m modules \
 			>$(SIW_DIR)/build.log 2>&1 || \
@@ -177,12 +188,24 @@ clean:
 	rm -rf $(BUILD)/vm/run.* $(BUILD)/siw
 
 # The file server in tools/kfs is a kernel module too, held to the same rules.
+# Both modules are built, warnings as errors, for every kernel of KERNELS,
+# each in a copy of the sources under build/lint/SERIES (the tree's own
+# objects stay those of the guest kernel).
+LINT_FILES := Kbuild include af_hps compat tools/kfs
 lint: deps
-	{ $(MAKE) -C $(VM_KDIR) M=$(TOP) W=1 C=2 KCFLAGS=-Werror \
-		CONFIG_AF_HPS_INJECT=y modules && \
-	  $(MAKE) -C $(VM_KDIR) M=$(TOP)/tools/kfs W=1 C=2 KCFLAGS=-Werror \
-		modules; } 2>&1 | tee $(BUILD)/lint.log; \
-		! grep -E 'warning:|error:' $(BUILD)/lint.log
+	@set -o pipefail; : >$(BUILD)/lint.log; for k in $(KERNELS); do \
+		HPS_DEPS_STAGE_ONLY=1 HPS_KERNEL=$$k $(TOP)/tools/deps.sh >/dev/null || exit; \
+		kd=$$(cat $(BUILD)/.kdir-$$k); d=$(BUILD)/lint/$$k; \
+		echo "  LINT    Linux $$k ($$kd)"; \
+		rm -rf $$d && mkdir -p $$d/tools && \
+		(cd $(TOP) && cp -r Kbuild include af_hps compat $$d/ && \
+		 cp -r tools/kfs $$d/tools/) && \
+		rm -f $$d/af_hps/hps_compat_gen.h $$d/tools/kfs/hps_kfs_compat_gen.h && \
+		{ $(MAKE) -s -C $$kd M=$$d W=1 C=2 KCFLAGS=-Werror \
+			CONFIG_AF_HPS_INJECT=y modules && \
+		  $(MAKE) -s -C $$kd M=$$d/tools/kfs W=1 C=2 KCFLAGS=-Werror \
+			modules; } 2>&1 | tee -a $(BUILD)/lint.log || exit; \
+	done; ! grep -E 'warning:|error:' $(BUILD)/lint.log
 	@$(MAKE) --no-print-directory checkpatch uapi-check docs-check
 
 checkpatch:

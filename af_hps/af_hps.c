@@ -412,6 +412,21 @@ static int hps_getsockopt(struct socket *sock, int level, int optname,
 	return 0;
 }
 
+/* proto_ops.accept of either form (hps_compat.h). Context: process. */
+#ifdef HPS_HAVE_ACCEPT_ARG
+static int hps_proto_accept(struct socket *sock, struct socket *newsock,
+			    struct proto_accept_arg *arg)
+{
+	return hps_accept(sock, newsock, arg->flags, arg->kern);
+}
+#else
+static int hps_proto_accept(struct socket *sock, struct socket *newsock,
+			    int flags, bool kern)
+{
+	return hps_accept(sock, newsock, flags, kern);
+}
+#endif
+
 const struct proto_ops hps_proto_ops = {
 	.family		= PF_HPS,
 	.owner		= THIS_MODULE,
@@ -419,7 +434,7 @@ const struct proto_ops hps_proto_ops = {
 	.bind		= hps_bind,
 	.connect	= hps_connect,
 	.socketpair	= sock_no_socketpair,
-	.accept		= hps_accept,
+	.accept		= hps_proto_accept,
 	.getname	= hps_getname,
 	.poll		= hps_poll,
 	.ioctl		= hps_ioctl,
@@ -430,7 +445,7 @@ const struct proto_ops hps_proto_ops = {
 	.sendmsg	= hps_sendmsg,
 	.recvmsg	= hps_recvmsg,
 	.mmap		= sock_no_mmap,
-	.sendpage	= sock_no_sendpage,	/* kernel_sendmsg() per page */
+	HPS_PROTO_OPS_SENDPAGE
 	.splice_read	= hps_splice_read,
 	.splice_eof	= hps_splice_eof,
 };

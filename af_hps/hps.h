@@ -89,6 +89,8 @@
 #include <rdma/rw.h>
 #include <linux/af_hps.h>
 
+#include "hps_compat.h"
+
 struct hps_inject_wc;
 
 /* ---- wire protocol (Documentation/protocol.rst) ---- */

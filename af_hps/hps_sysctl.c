@@ -54,7 +54,7 @@ static DEFINE_MUTEX(hps_mem_mutex);
  * values one by one, without the mutex.
  * Context: process (a sysctl read or write).
  */
-static int hps_proc_doulongvec_mem(struct ctl_table *table, int write,
+static int hps_proc_doulongvec_mem(hps_ctl_table_t *table, int write,
 				   void *buffer, size_t *lenp, loff_t *ppos)
 {
 	unsigned long *mem = table->data;
@@ -277,7 +277,8 @@ static int __net_init hps_net_init(struct net *net)
 	table[11].data = &hn->tcp_fallback;
 	table[12].data = hn->mem;
 
-	hn->hdr = register_net_sysctl(net, "net/hps", table);
+	hn->hdr = hps_register_net_sysctl(net, "net/hps", table,
+					  ARRAY_SIZE(hps_sysctl_template) - 1);
 	if (!hn->hdr)
 		goto out_table;
 	return 0;
@@ -292,7 +293,7 @@ out_stats:
 static void __net_exit hps_net_exit(struct net *net)
 {
 	struct hps_net *hn = hps_net(net);
-	struct ctl_table *table = hn->hdr->ctl_table_arg;
+	const struct ctl_table *table = hn->hdr->ctl_table_arg;
 
 	unregister_net_sysctl_table(hn->hdr);
 	kfree(table);

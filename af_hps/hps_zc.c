@@ -408,10 +408,7 @@ static ssize_t hps_zc_pin(struct hps_sock *hs, struct iov_iter *it,
 		start = (unsigned long)it->ubuf + it->iov_offset;
 		seg = it->count;
 	} else if (iter_is_iovec(it)) {
-		struct iovec v = iov_iter_iovec(it);
-
-		start = (unsigned long)v.iov_base;
-		seg = v.iov_len;
+		start = (unsigned long)hps_iter_seg(it, &seg);
 	} else {
 		return 0;
 	}

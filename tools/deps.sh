@@ -6,6 +6,17 @@
 # under build/. Idempotent: a second run with everything present takes a
 # second or two and touches nothing.
 #
+# HPS_KERNEL (make's KERNEL=) picks the guest kernel, one of Debian 12's:
+#   6.1      linux-image-amd64, Debian 12's own kernel (the default); its
+#            headers are installed on the host (linux-headers-ABI)
+#   6.12     linux-image-6.12-amd64, the 6.12 LTS line Debian 12 also ships
+#   6.12-rt  linux-image-6.12-rt-amd64, its PREEMPT_RT flavour
+# 6.12's headers depend on its image, so they are not installed on the host
+# (that would install a kernel into /boot): they are unpacked under
+# build/headers/ABI instead, and build/.vm-kdir names the tree make builds
+# against. siw, which no Debian kernel ships, is built from the same
+# series' linux-source (Makefile, target siw).
+#
 # Nothing is fetched from anywhere but the package registry, and nothing from
 # another project is copied into the tree: kselftest_harness.h and
 # checkpatch.pl are extracted from Debian's linux-source-6.1 into build/.
@@ -26,6 +37,7 @@ pkgs=(
 	build-essential bc flex bison libelf-dev	# out-of-tree kbuild
 	sparse						# make C=1
 	linux-source-6.1 xz-utils			# checkpatch, harness, siw
+	linux-source-6.12				# siw for the 6.12 guests
 	qemu-system-x86 busybox-static cpio kmod	# the test VM
 	iproute2 rdma-core ibverbs-utils rdmacm-utils	# RDMA user space
 	perftest libibverbs-dev librdmacm-dev		# raw-verbs reference
@@ -37,6 +49,14 @@ pkgs=(
 	dkms man-db groff-base				# make dkms, man pages
 )
 
+series=${HPS_KERNEL:-6.1}
+case $series in
+6.1) meta=linux-image-amd64 hmeta=linux-headers-amd64 ;;
+6.12) meta=linux-image-6.12-amd64 hmeta=linux-headers-6.12-amd64 ;;
+6.12-rt) meta=linux-image-6.12-rt-amd64 hmeta=linux-headers-6.12-rt-amd64 ;;
+*) die "KERNEL=$series: the guest kernels are 6.1, 6.12 and 6.12-rt" ;;
+esac
+
 need_apt=0
 for p in "${pkgs[@]}"; do
 	case $p in \#*) continue ;; esac
@@ -44,21 +64,21 @@ for p in "${pkgs[@]}"; do
 		{ need_apt=1; break; }
 done
 
-if [ "$need_apt" = 1 ] || ! apt-cache show linux-image-amd64 >/dev/null 2>&1; then
+if [ "$need_apt" = 1 ] || ! apt-cache show "$meta" >/dev/null 2>&1; then
 	[ "$(id -u)" = 0 ] || die "need root to install packages (apt-get)"
 	say "apt-get update"
 	apt-get update -qq || die "apt-get update failed"
 fi
 
 # The guest kernel ABI: read it from the metapackages, never hard-code it.
-abi=$(apt-cache depends linux-image-amd64 2>/dev/null |
-	sed -n 's/.*Depends: linux-image-\(6\.1\.0-[0-9]*-amd64\)$/\1/p' | head -n1)
-habi=$(apt-cache depends linux-headers-amd64 2>/dev/null |
-	sed -n 's/.*Depends: linux-headers-\(6\.1\.0-[0-9]*-amd64\)$/\1/p' | head -n1)
-[ -n "$abi" ] || die "cannot read the kernel ABI from linux-image-amd64"
+abi=$(apt-cache depends "$meta" 2>/dev/null |
+	sed -n 's/.*Depends: linux-image-\(6\.[0-9.]*[-+][^ ]*-amd64\)$/\1/p' | head -n1)
+habi=$(apt-cache depends "$hmeta" 2>/dev/null |
+	sed -n 's/.*Depends: linux-headers-\(6\.[0-9.]*[-+][^ ]*-amd64\)$/\1/p' | head -n1)
+[ -n "$abi" ] || die "cannot read the kernel ABI from $meta"
 [ "$abi" = "$habi" ] || die "image ($abi) and headers ($habi) metapackages disagree"
 
-pkgs+=("linux-headers-$abi")
+[ "$series" != 6.1 ] || pkgs+=("linux-headers-$abi")
 missing=()
 for p in "${pkgs[@]}"; do
 	case $p in \#*) continue ;; esac
@@ -87,25 +107,70 @@ if [ ! -f "$kroot/boot/vmlinuz-$abi" ]; then
 	rm -rf "$tmp"
 	depmod -b "$kroot" "$abi"
 fi
-ln -sfn "$abi" "$build/kernel/current"
+ln -sfn "$abi" "$build/kernel/$series"
 
-# Files taken from Debian's kernel source at build time.
-src=$build/linux-source
-if [ ! -f "$src/.ok" ]; then
-	tarball=$(ls /usr/src/linux-source-6.1.tar.xz 2>/dev/null) ||
-		die "linux-source-6.1 tarball missing"
-	say "extracting checkpatch, kselftest harness and siw from $tarball"
-	rm -rf "$src" && mkdir -p "$src"
-	tar -C "$src" --strip-components=1 -xJf "$tarball" \
-		--wildcards \
-		'linux-source-6.1/scripts/checkpatch.pl' \
-		'linux-source-6.1/scripts/spelling.txt' \
-		'linux-source-6.1/scripts/const_structs.checkpatch' \
-		'linux-source-6.1/tools/testing/selftests/kselftest_harness.h' \
-		'linux-source-6.1/tools/testing/selftests/kselftest.h' \
-		'linux-source-6.1/drivers/infiniband/sw/siw/*'
-	touch "$src/.ok"
+# The headers make builds against: the installed ones for 6.1; 6.12's
+# unpacked under build/headers/ABI with the kbuild tools and the common
+# tree they name, the flavour's Makefile pointed at the unpacked common one.
+if [ "$series" = 6.1 ]; then
+	kdir=/usr/src/linux-headers-$abi
+else
+	hroot=$build/headers/$abi
+	kdir=$hroot/usr/src/linux-headers-$abi
+	if [ ! -f "$hroot/.ok" ]; then
+		say "fetching linux-headers-$abi (unpacked under build/, not installed)"
+		hpkgs=$(apt-cache depends "linux-headers-$abi" |
+			sed -n 's/^ *Depends: \(linux-\(headers-.*-common.*\|kbuild-.*\)\)$/\1/p')
+		[ -n "$hpkgs" ] || die "cannot read linux-headers-$abi's dependencies"
+		tmp=$(mktemp -d)
+		# shellcheck disable=SC2086
+		(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root \
+			"linux-headers-$abi" $hpkgs) ||
+			die "apt-get download linux-headers-$abi failed"
+		rm -rf "$hroot" && mkdir -p "$hroot"
+		for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$hroot" || die "dpkg -x $deb"; done
+		rm -rf "$tmp"
+		sed -i "s|^include /usr/src/|include $hroot/usr/src/|" "$kdir/Makefile"
+		grep -q "^include $hroot/" "$kdir/Makefile" ||
+			die "unexpected $kdir/Makefile"
+		touch "$hroot/.ok"
+	fi
 fi
+[ -f "$kdir/Makefile" ] || die "no kernel headers at $kdir"
+echo "$kdir" >"$build/.kdir-$series"
 
-echo "$abi" >"$stamp"
-say "ok (guest kernel $abi)"
+# Files taken from Debian's kernel source at build time: the checkpatch,
+# the kselftest harness and siw from linux-source-6.1 into build/linux-source
+# (whichever kernel the guests boot), and 6.12's siw from linux-source-6.12
+# into build/linux-source-6.12.
+extract() {	# extract SERIES DIR PATTERN...
+	local v=$1 dir=$2 tarball
+	shift 2
+	[ ! -f "$dir/.ok" ] || return 0
+	tarball=$(ls "/usr/src/linux-source-$v.tar.xz" 2>/dev/null) ||
+		die "linux-source-$v tarball missing"
+	say "extracting $* from $tarball"
+	rm -rf "$dir" && mkdir -p "$dir"
+	tar -C "$dir" --strip-components=1 -xJf "$tarball" --wildcards \
+		"${@/#/linux-source-$v/}" || die "tar $tarball"
+	touch "$dir/.ok"
+}
+extract 6.1 "$build/linux-source" scripts/checkpatch.pl scripts/spelling.txt \
+	scripts/const_structs.checkpatch \
+	tools/testing/selftests/kselftest_harness.h \
+	tools/testing/selftests/kselftest.h 'drivers/infiniband/sw/siw/*'
+case $series in 6.12*)
+	extract 6.12 "$build/linux-source-6.12" 'drivers/infiniband/sw/siw/*' ;;
+esac
+
+# The guest kernel from now on, unless only staged (HPS_DEPS_STAGE_ONLY=1:
+# make lint's other kernels).
+if [ -z "${HPS_DEPS_STAGE_ONLY:-}" ]; then
+	ln -sfn "$abi" "$build/kernel/current"
+	echo "$kdir" >"$build/.vm-kdir"
+	echo "$series" >"$build/.vm-series"
+	echo "$abi" >"$stamp"
+	say "ok (guest kernel $abi)"
+else
+	say "ok ($abi staged)"
+fi

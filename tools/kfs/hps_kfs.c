@@ -67,6 +67,17 @@
 #include <net/sock.h>
 #include <linux/af_hps.h>
 
+#include "hps_kfs_compat_gen.h"
+
+/* The mount's ID mapping: a struct mnt_idmap since 6.3 (compat/mnt-idmap.c). */
+#ifdef HPS_HAVE_MNT_IDMAP
+#define kfs_mnt_idmap(mnt)	mnt_idmap(mnt)
+#define kfs_idmap_t		struct mnt_idmap
+#else
+#define kfs_mnt_idmap(mnt)	mnt_user_ns(mnt)
+#define kfs_idmap_t		struct user_namespace
+#endif
+
 #define KFS_NAME_MAX	1024			/* longest name served */
 #define KFS_LINE_MAX	(4 + KFS_NAME_MAX + 2)	/* "GET " name "\r\n" */
 #define KFS_CHUNK	(256 * 1024)		/* file bytes per sendmsg */
@@ -307,7 +318,7 @@ static int kfs_check_name(const char *name, size_t len, const char **text)
  */
 static struct file *kfs_open(const char *name, size_t len)
 {
-	struct user_namespace *userns = mnt_user_ns(kfs_root.mnt);
+	kfs_idmap_t *idmap = kfs_mnt_idmap(kfs_root.mnt);
 	struct dentry *dir = dget(kfs_root.dentry), *d;
 	const char *p = name, *end = name + len;
 	struct path path;
@@ -318,7 +329,7 @@ static struct file *kfs_open(const char *name, size_t len)
 	for (;;) {
 		const char *slash = memchr(p, '/', end - p);
 
-		d = lookup_one_positive_unlocked(userns, p, dir,
+		d = lookup_one_positive_unlocked(idmap, p, dir,
 						 (slash ? slash : end) - p);
 		dput(dir);
 		if (IS_ERR(d))
@@ -343,7 +354,7 @@ static struct file *kfs_open(const char *name, size_t len)
 	} else if (!path_is_under(&path, &kfs_root)) {
 		err = -EXDEV;	/* moved out of the root meanwhile */
 	} else {
-		err = inode_permission(userns, d_inode(d), MAY_READ);
+		err = inode_permission(idmap, d_inode(d), MAY_READ);
 		if (!err) {
 			f = dentry_open(&path, O_RDONLY | O_LARGEFILE,
 					current_cred());
