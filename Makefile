@@ -60,7 +60,7 @@ KSRCS	 = $(filter-out %/hps_compat_gen.h,$(wildcard $(TOP)/af_hps/*.[ch])) \
 	   $(TOP)/tools/kfs/hps_kfs.c
 
 .PHONY: all modules kdir progs deps clean help run check check-full \
-	check-debug-smoke check-vm lint checkpatch docs-check install \
+	check-debug-smoke check-smoke check-vm lint checkpatch docs-check install \
 	install-module install-progs install-headers install-man uninstall \
 	dkms dkms-remove \
 	uapi-check sparse siw selftests check-debug vm-modules tools bench bench-full bench-sweep bench-zcopy
@@ -82,6 +82,9 @@ help:
 	@echo 'make run        boot two guests and show AF_HPS working'
 	@echo 'make check      the selftests in the VMs (rxe and siw, 1 and 2 nodes; what CI runs)'
 	@echo 'make check-full every selftest in every configuration, soaks at full length'
+	@echo 'make check-smoke  data path, sharing, zero copy, fallback, faults (CI: the'
+	@echo '                other kernels)'
+	@echo 'KERNEL=6.1|6.12|6.12-rt  the guest kernel of check, run, bench, ... (6.1)'
 	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
 	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~25 min)'
 	@echo 'make lint       W=1 C=1 (sparse) build, checkpatch --strict, uapi and docs checks'
@@ -153,11 +156,30 @@ run: vm-modules selftests
 check: vm-modules selftests
 	@$(TOP)/selftests/run_vm_tests.sh
 
+# The smoke tier, on KERNEL: the data path, sharing, zero copy, TCP
+# fallback and the faults, one node and two, rxe and siw, each test in the
+# configurations make check runs it in. CI runs it on the kernels make
+# check does not boot there (Documentation/testing.rst, "Kernels").
+SMOKE_TESTS := hps_stream hps_peer hps_share hps_across hps_zcopy \
+	hps_busypoll hps_fallback hps_link final_device_removal final_peer_death
+check-smoke: vm-modules selftests
+	@HPS_TESTS="$${HPS_TESTS:-$(SMOKE_TESTS)}" HPS_NO_KBUILD=1 \
+		HPS_NO_TESTBED_CHECKS=1 $(TOP)/selftests/run_vm_tests.sh
+
 # Every test in every configuration, the soaks at full length (about two
-# and a half hours; Documentation/testing.rst).
+# and a half hours a kernel; Documentation/testing.rst), on 6.1 and then
+# 6.12, or on KERNEL only when it is given.
+ifeq ($(origin KERNEL),file)
+check-full:
+	@rc=0; for k in 6.1 6.12; do \
+		echo "##### make check-full KERNEL=$$k"; \
+		$(MAKE) --no-print-directory check-full KERNEL=$$k || rc=1; \
+	done; exit $$rc
+else
 check-full: vm-modules selftests
 	@HPS_FULL=1 HPS_EVERYWHERE=1 HPS_CHECK_TIMEOUT=$${HPS_CHECK_TIMEOUT:-4800} \
 		$(TOP)/selftests/run_vm_tests.sh
+endif
 
 # The suite on a debug kernel (KASAN, lockdep, kmemleak, fault injection)
 # built from linux-source-6.1 and cached under build/debug-kernel.
@@ -312,7 +334,10 @@ uninstall:
 # installed later (AUTOINSTALL). With DESTDIR the source tree is only staged
 # there (a package's postinst runs dkms).
 DKMS_FILES := dkms.conf Kbuild COPYING include/uapi/linux/af_hps.h \
-	$(patsubst $(TOP)/%,%,$(wildcard $(TOP)/af_hps/*.[ch]))
+	$(patsubst $(TOP)/%,%,$(filter-out %/hps_compat_gen.h,\
+		$(wildcard $(TOP)/af_hps/*.[ch])) \
+		$(wildcard $(TOP)/compat/*.[ch] $(TOP)/compat/*.sh \
+		$(TOP)/compat/Kbuild.include))
 DKMS_KVER = $(or $(KVER),$(RUNNING))
 dkms:
 	$(need_root)

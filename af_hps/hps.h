@@ -1043,6 +1043,25 @@ int hps_dev_reserve(struct hps_dev *dev, struct hps_sock *hs, int ncqe);
 void hps_dev_unreserve(struct hps_sock *hs);
 void hps_dev_hold(struct hps_dev *dev);
 bool hps_cq_busy_get(struct hps_cq *c);
+
+/*
+ * A busy poller holds a CQ (hps_cq_busy_get() to hps_cq_busy_put()) with
+ * preemption off, so that it never sleeps while every connection of the CQ
+ * waits for it. On PREEMPT_RT the completion handlers' spinlocks sleep:
+ * there it holds the CQ preemptible, as napi_busy_loop() holds a NAPI
+ * instance, and BHs are off only while it polls (hps_cq_busy_poll()).
+ */
+static inline void hps_busy_hold(void)
+{
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		preempt_disable();
+}
+
+static inline void hps_busy_release(void)
+{
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		preempt_enable();
+}
 int hps_cq_busy_poll(struct hps_cq *c, int budget);
 void hps_cq_busy_put(struct hps_cq *c);
 

@@ -842,6 +842,22 @@ int hps_getname(struct socket *sock, struct sockaddr *addr, int peer)
 	return len;
 }
 
+/*
+ * The QP's ACK timeout over RoCE: 4.096 us << HPS_ACK_TIMEOUT, about 2.1 s,
+ * what rdma_cm gave RoCE QPs up to 6.1 (its packet lifetime 18, plus one).
+ * 6.12's rdma_cm gives 17 (0.5 s, so a dead path ends a connection after
+ * about 4 s of retries instead of 15); AF_HPS sets 6.1's on every kernel,
+ * the timing its keepalive and link-outage handling are sized for
+ * (reliability.rst). iWARP has no such timeout and ignores it.
+ */
+#define HPS_ACK_TIMEOUT	19
+
+static void hps_cm_set_ack_timeout(struct rdma_cm_id *id)
+{
+	/* fails for QP types other than RC only */
+	rdma_set_ack_timeout(id, HPS_ACK_TIMEOUT);
+}
+
 static void hps_conn_param(struct rdma_conn_param *p, struct hps_hello *h)
 {
 	memset(p, 0, sizeof(*p));
@@ -991,6 +1007,7 @@ void hps_cm_accept_work(struct hps_sock *hs)
 	 * through the connection work), so take it. The handler only queues
 	 * events and never waits for this work, so this cannot deadlock.
 	 */
+	hps_cm_set_ack_timeout(id);
 	rdma_lock_handler(id);
 	err = rdma_accept(id, &param);
 	rdma_unlock_handler(id);
@@ -1197,6 +1214,7 @@ struct rdma_cm_id *hps_cm_resolve_route(struct hps_sock *hs,
 	int err;
 
 	sock_owned_by_me(&hs->sk);
+	hps_cm_set_ack_timeout(id);
 	err = rdma_resolve_route(id, HPS_RESOLVE_MS);
 	if (!err)
 		return NULL;

@@ -4,8 +4,8 @@
  * 6.12), one small helper each. The build's feature probes
  * (compat/NAME.c, run by compat/hps-probe.sh) decide which form the target
  * kernel has and write hps_compat_gen.h; nothing here or elsewhere in the
- * module compares version numbers. compat/README.rst lists the probes and
- * says how to add one.
+ * module compares version numbers. Documentation/testing.rst, "Porting to
+ * a new kernel", says how to add a probe.
  */
 #ifndef _HPS_COMPAT_H
 #define _HPS_COMPAT_H

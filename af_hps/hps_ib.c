@@ -303,8 +303,10 @@ void hps_dev_hold(struct hps_dev *dev)
  * hps_cq_busy_get() - take a shared CQ from its softirq poller
  * @c: the CQ
  *
- * Context: preemption disabled until hps_cq_busy_put(): a busy poller
- * that slept with the CQ would stall every connection on it.
+ * Context: preemption disabled until hps_cq_busy_put() (hps_busy_hold()):
+ * a busy poller that slept with the CQ would stall every connection on
+ * it. On PREEMPT_RT the holder stays preemptible, as a NAPI busy poller
+ * does there, since the completion handlers' spinlocks sleep.
  * Return: true if the caller has the CQ now, false if the softirq poller
  * (or another busy poller) has it.
  */
@@ -312,7 +314,8 @@ bool hps_cq_busy_get(struct hps_cq *c)
 {
 	struct irq_poll *iop = &c->cq->iop;
 
-	lockdep_assert_preemption_disabled();
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		lockdep_assert_preemption_disabled();
 	if (WARN_ON_ONCE(c->cq->poll_ctx != IB_POLL_SOFTIRQ))
 		return false;
 	/* look first, as napi_busy_loop(): spinners share the line */
@@ -329,7 +332,7 @@ bool hps_cq_busy_get(struct hps_cq *c)
  *
  * The completion handlers run with BHs disabled, as they do in softirq.
  *
- * Context: process, preemption disabled.
+ * Context: process, under hps_busy_hold().
  * Return: completions handled.
  */
 int hps_cq_busy_poll(struct hps_cq *c, int budget)
@@ -350,7 +353,7 @@ int hps_cq_busy_poll(struct hps_cq *c, int budget)
  * poller for completions that came since the last poll (the completion
  * events they raised found the CQ taken, or none was armed).
  *
- * Context: process, preemption disabled.
+ * Context: process, under hps_busy_hold().
  */
 void hps_cq_busy_put(struct hps_cq *c)
 {

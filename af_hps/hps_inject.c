@@ -308,7 +308,9 @@ static void hps_inject_qp_fatal(struct irq_work *w)
 		.element.qp	= hs->qp,
 	};
 
-	lockdep_assert_in_irq();
+	/* PREEMPT_RT runs irq_work, like drivers' interrupts, in a thread */
+	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+		lockdep_assert_in_irq();
 	hps_wr_qp_event(&ev, hs);
 }
 

@@ -1134,7 +1134,7 @@ static bool hps_rx_busy_loop(struct hps_sock *hs, struct hps_dev *dev,
 	might_sleep();
 	budget = min(budget, HPS_BUSY_BUDGET_MAX);
 	start = busy_loop_current_time();
-	preempt_disable();
+	hps_busy_hold();
 	for (;;) {
 		if (!owned)
 			owned = hps_cq_busy_get(c);
@@ -1148,16 +1148,16 @@ static bool hps_rx_busy_loop(struct hps_sock *hs, struct hps_dev *dev,
 			if (owned)
 				hps_cq_busy_put(c);
 			owned = false;
-			preempt_enable();
+			hps_busy_release();
 			cond_resched();
-			preempt_disable();
+			hps_busy_hold();
 			continue;
 		}
 		cpu_relax();
 	}
 	if (owned)
 		hps_cq_busy_put(c);
-	preempt_enable();
+	hps_busy_release();
 	/* the CQs are freed with the device's last reference */
 	hps_dev_put(dev);
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # hps-probe.sh: the build-time feature probes of af_hps.ko and hps_kfs.ko
-# (compat/README.rst). Kbuild runs it once per build directory:
+# (Documentation/testing.rst, "Porting to a new kernel"). Kbuild runs it
+# once per build directory and kernel:
 #
 #   hps-probe.sh OUT RELEASE PROBE... -- CC CFLAGS...
 #

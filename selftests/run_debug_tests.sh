@@ -102,7 +102,9 @@ make -s -C "$tree" VM_KDIR="$obj" KDIR="$obj" KSFT="$ksft" \
 say "ready after $(($(date +%s) - t0)) s"
 
 # Everything is slower under KASAN and lockdep: a longer leash per test
-# program and per configuration.
+# program and per configuration. make check built every kernel's modules
+# (hps_kbuild.sh): not again.
+export HPS_NO_KBUILD=1
 export HPS_VM_KERNEL=$build/debug-kernel/root
 export HPS_TEST_TIMEOUT=${HPS_TEST_TIMEOUT:-2400}
 export HPS_CHECK_TIMEOUT=${HPS_CHECK_TIMEOUT:-10800}

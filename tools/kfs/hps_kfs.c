@@ -54,6 +54,7 @@
 #include <linux/net.h>
 #include <linux/path.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/socket.h>
 #include <linux/string.h>
@@ -917,7 +918,7 @@ static int kfs_make_cred(void)
 		       uid, gid);
 		return -EINVAL;
 	}
-	cred = prepare_kernel_cred(NULL);
+	cred = prepare_kernel_cred(&init_task);	/* init_cred's copy */
 	if (!cred)
 		return -ENOMEM;
 	groups = groups_alloc(0);
