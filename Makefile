@@ -191,8 +191,9 @@ check-debug: deps tools
 check-debug-smoke: deps tools
 	@$(TOP)/selftests/run_debug_tests.sh --smoke
 
+# CONFIGS="1:rxe 2:rxe" picks the configurations (bench.sh --configs)
 bench: vm-modules tools
-	@$(TOP)/tools/bench/bench.sh --quick
+	@$(TOP)/tools/bench/bench.sh --quick $(if $(CONFIGS),--configs "$(CONFIGS)")
 
 bench-full: vm-modules tools
 	@$(TOP)/tools/bench/bench.sh --full

@@ -1048,8 +1048,10 @@ bool hps_cq_busy_get(struct hps_cq *c);
  * A busy poller holds a CQ (hps_cq_busy_get() to hps_cq_busy_put()) with
  * preemption off, so that it never sleeps while every connection of the CQ
  * waits for it. On PREEMPT_RT the completion handlers' spinlocks sleep:
- * there it holds the CQ preemptible, as napi_busy_loop() holds a NAPI
- * instance, and BHs are off only while it polls (hps_cq_busy_poll()).
+ * there preemption stays on, as in napi_busy_loop(), and since the CQ is
+ * shared by every user's connections, the poller holds it for one pass
+ * (get, poll, put) at a time, with BHs off (hps_cq_busy_poll(),
+ * hps_cq_busy_put()), as the softirq poller does.
  */
 static inline void hps_busy_hold(void)
 {

@@ -848,14 +848,16 @@ int hps_getname(struct socket *sock, struct sockaddr *addr, int peer)
  * 6.12's rdma_cm gives 17 (0.5 s, so a dead path ends a connection after
  * about 4 s of retries instead of 15); AF_HPS sets 6.1's on every kernel,
  * the timing its keepalive and link-outage handling are sized for
- * (reliability.rst). iWARP has no such timeout and ignores it.
+ * (reliability.rst). Set over RoCE only: iWARP has no such timeout, and
+ * InfiniBand's comes from the subnet's path record.
  */
 #define HPS_ACK_TIMEOUT	19
 
 static void hps_cm_set_ack_timeout(struct rdma_cm_id *id)
 {
-	/* fails for QP types other than RC only */
-	rdma_set_ack_timeout(id, HPS_ACK_TIMEOUT);
+	/* RoCE's comes from rdma_cm; InfiniBand's from the path record */
+	if (id->device && rdma_protocol_roce(id->device, id->port_num))
+		rdma_set_ack_timeout(id, HPS_ACK_TIMEOUT);	/* RC: no error */
 }
 
 static void hps_conn_param(struct rdma_conn_param *p, struct hps_hello *h)

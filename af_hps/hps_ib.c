@@ -359,8 +359,9 @@ void hps_cq_busy_put(struct hps_cq *c)
 {
 	struct ib_cq *cq = c->cq;
 
-	clear_bit_unlock(IRQ_POLL_F_SCHED, &cq->iop.state);
+	/* BHs off from here, as ib_poll_handler() runs: not preempted on RT */
 	local_bh_disable();
+	clear_bit_unlock(IRQ_POLL_F_SCHED, &cq->iop.state);
 	if (ib_req_notify_cq(cq, IB_CQ_NEXT_COMP |
 			     IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		irq_poll_sched(&cq->iop);

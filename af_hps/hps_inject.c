@@ -309,7 +309,9 @@ static void hps_inject_qp_fatal(struct irq_work *w)
 	};
 
 	/* PREEMPT_RT runs irq_work, like drivers' interrupts, in a thread */
-	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
+	if (IS_ENABLED(CONFIG_PREEMPT_RT))
+		WARN_ON_ONCE(in_hardirq());
+	else
 		lockdep_assert_in_irq();
 	hps_wr_qp_event(&ev, hs);
 }
@@ -321,7 +323,8 @@ static void hps_inject_qp_fatal(struct irq_work *w)
  * Hardware drivers (mlx4, mlx5) call QP event handlers from their
  * interrupt handlers; the software devices of the test bed do not. This
  * calls the handler the way those drivers do, from an irq_work (a hard
- * interrupt on x86), and waits until it has run.
+ * interrupt on x86; a thread on PREEMPT_RT, where drivers' interrupt
+ * handlers are threads too), and waits until it has run.
  *
  * Context: process, socket lock held.
  * Return: 0, or -ENOTCONN without a QP.

@@ -1140,6 +1140,15 @@ static bool hps_rx_busy_loop(struct hps_sock *hs, struct hps_dev *dev,
 			owned = hps_cq_busy_get(c);
 		if (owned)
 			n += hps_cq_busy_poll(c, budget);
+		/*
+		 * PREEMPT_RT: one pass at a time, since the holder may be
+		 * preempted, and every connection of the CQ would wait for
+		 * it (hps_busy_hold())
+		 */
+		if (owned && IS_ENABLED(CONFIG_PREEMPT_RT)) {
+			hps_cq_busy_put(c);
+			owned = false;
+		}
 		ready = hps_rx_busy_end(hs);
 		if (ready || nonblock || signal_pending(current) ||
 		    sk_busy_loop_timeout(sk, start))

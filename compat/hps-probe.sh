@@ -5,7 +5,10 @@
 # (Documentation/testing.rst, "Porting to a new kernel"). Kbuild runs it
 # once per build directory and kernel:
 #
-#   hps-probe.sh OUT RELEASE PROBE... -- CC CFLAGS...
+#   hps-probe.sh OUT RELEASE SERIES PROBE... -- CC CFLAGS...
+#
+# SERIES (6.1, 6.12, ...) outside HPS_SERIES is refused first, in one line,
+# unless HPS_UNTESTED_KERNEL is set.
 #
 # Each PROBE is compat/NAME.c, a small test with two variants: the form its
 # "have:" line names (compiled with -DHPS_PROBE_HAVE) and the other form
@@ -19,14 +22,24 @@
 # selftests/hps_kbuild.sh).
 set -u
 
-out=$1 release=$2
-shift 2
+out=$1 release=$2 series=$3
+shift 3
+case " ${HPS_SERIES:-} " in
+*" $series "*) ;;
+*)
+	if [ -z "${HPS_UNTESTED_KERNEL:-}" ]; then
+		echo "af_hps: Linux $release ($series) is not supported: af_hps" \
+			"builds for Linux 6.1 and 6.12 LTS (HPS_UNTESTED_KERNEL=1" \
+			"tries anyway)" >&2
+		exit 1
+	fi ;;
+esac
 probes=
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
 	probes="$probes $1"
 	shift
 done
-[ "${1:-}" = -- ] || { echo "hps-probe.sh: usage: OUT RELEASE PROBE... -- CC CFLAGS..." >&2; exit 2; }
+[ "${1:-}" = -- ] || { echo "hps-probe.sh: usage: OUT RELEASE SERIES PROBE... -- CC CFLAGS..." >&2; exit 2; }
 shift
 
 tmp=$(mktemp -d) || exit 1

@@ -40,6 +40,35 @@ static int loopback_can_busy_poll(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) > 1;
 }
 
+/*
+ * Whether the device can add completions while a busy poller spins on the
+ * only CPU (two-node guests). rxe did up to Linux 6.8 (6.1): its
+ * requester, responder and completer were tasklets, which run in softirq
+ * at the end of the interrupt that brought the packet. Since 6.9 (6.12)
+ * they are work items on rxe's own workqueue (rxe_wq), which run only once
+ * the poller has given the CPU back, and the softirq poller then handles
+ * what they complete before the busy poller runs again. siw completes
+ * from its socket's softirq callbacks. A hardware device writes
+ * completions whatever the CPU runs.
+ */
+static int device_completes_under_spin(void)
+{
+	char line[256];
+	FILE *f;
+	int wq = 0;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1 ||
+	    strcmp(hps_env("HPS_RDMA", "rxe"), "rxe"))
+		return 1;
+	f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return 1;
+	while (!wq && fgets(line, sizeof(line), f))
+		wq = strstr(line, " rxe_wq\t") != NULL;
+	fclose(f);
+	return !wq;
+}
+
 static int write_num(const char *path, long v)
 {
 	char buf[32];
@@ -162,7 +191,8 @@ static int peer_main(int argc, char **argv)
 		return 5;
 	close(fd);
 	close(l);
-	if (usecs && hps_stat("busy_poll_completions") <= before)
+	if (usecs && device_completes_under_spin() &&
+	    hps_stat("busy_poll_completions") <= before)
 		return 6;
 	return 0;
 }
@@ -385,7 +415,11 @@ TEST_F(rt, round_trips)
 		 * only required with two. Its passes are not reads.
 		 */
 		if (!variant->use_poll) {
-			EXPECT_LT(0, cqes);
+			if (device_completes_under_spin()) {
+				EXPECT_LT(0, cqes);
+			} else {
+				TH_LOG("one CPU, rxe completes from a work item: no completion can come while this side spins");
+			}
 			EXPECT_LT(0, reads);
 		} else if (loopback_can_busy_poll()) {
 			EXPECT_LT(0, cqes);

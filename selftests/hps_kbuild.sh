@@ -57,9 +57,12 @@ builds() {	# builds SERIES KDIR
 	case $s in 6.1) want=$want_6_1 ;; *) want=$want_6_12 ;; esac
 	want=$(echo "$want" | tr ' ' '\n' | sort | xargs)
 	[ "$have" = "$want" ] || { echo "probes: '$have', want '$want'"; return 1; }
-	grep -q '^#define HPS_HAVE_MNT_IDMAP 1$' "$d/tools/kfs/hps_kfs_compat_gen.h"
-	[ "$(grep -c HPS_HAVE_MNT_IDMAP "$d/tools/kfs/hps_kfs_compat_gen.h")" = 1 ] &&
-	{ [ "$s" = 6.1 ] || grep -q '^#define' "$d/tools/kfs/hps_kfs_compat_gen.h"; }
+	case $s in
+	6.1) want='#undef HPS_HAVE_MNT_IDMAP' ;;
+	*) want='#define HPS_HAVE_MNT_IDMAP 1' ;;
+	esac
+	grep -qx "$want" "$d/tools/kfs/hps_kfs_compat_gen.h" ||
+		{ echo "kfs probes: want '$want'"; return 1; }
 }
 
 dkms_src() {	# the source tree make dkms stages, added to a private tree
@@ -114,6 +117,8 @@ done
 kd=$(cat "$build/.vm-kdir")
 check "a kernel outside 6.1 and 6.12 is refused in one line" \
 	refused "$kd" "af_hps builds for Linux 6.1 and 6.12" PATCHLEVEL=6
+check "make clean works for a kernel that is refused" \
+	make -s -C "$kd" M="$work/tree-refused" PATCHLEVEL=6 clean
 check "an interface neither series has is refused in one line (HPS_PROBE_BREAK)" \
 	refused "$kd" "its iov_iter segment access is neither" HPS_PROBE_BREAK=iter-iov
 if command -v dkms >/dev/null; then

@@ -31,8 +31,11 @@
 # SMC-R, rsockets, notes), lat-/bw-/cpu-CONFIG.png (gnuplot), meta.txt, and
 # each configuration's guest output in log-CONFIG.txt.
 #
+# The guests boot the kernel make staged last (make bench KERNEL=6.1|6.12|
+# 6.12-rt); the results directory and meta.txt name it.
+#
 # Environment: HPS_BENCH_SMCR=1 (try SMC-R on two nodes over rxe too,
-# which hung both kernels here), HPS_BENCH_SECONDS (per bandwidth point), HPS_BENCH_ITERS
+# which hung both kernels on 6.1; the default on 6.12, where it works), HPS_BENCH_SECONDS (per bandwidth point), HPS_BENCH_ITERS
 # (pingpong iterations for small messages), HPS_BENCH_HOST (a line about the
 # host for meta.txt), HPS_BENCH_FILTER (run only the plan lines matching
 # this extended regular expression; see bench-guest.sh --plan),
@@ -62,7 +65,10 @@ done
 if [ -z "$configs" ]; then
 	[ "$mode" = full ] && configs="1:rxe 2:rxe 1:siw 2:siw" || configs="1:rxe 2:siw"
 fi
-out=${out:-$top/bench-results/$(date -u +%Y%m%d-%H%M)-$mode}
+series=$(cat "$top/build/.vm-series" 2>/dev/null || echo 6.1)
+kver=$(readlink "$top/build/kernel/current" 2>/dev/null)
+case $series in 6.12*) export HPS_BENCH_SMCR=${HPS_BENCH_SMCR:-1} ;; esac
+out=${out:-$top/bench-results/$(date -u +%Y%m%d-%H%M)-$mode-$series}
 
 # The plan, and an estimate from rough per-item costs measured on a quiet
 # 2-core host under TCG (boot 10 s or 30 s; a perftest point 6 s; an
@@ -118,6 +124,7 @@ echo "config,$cols" >"$out/raw.csv"
 	echo "tree: $(git -C "$top" describe --always --dirty 2>/dev/null)"
 	echo "host: ${HPS_BENCH_HOST:-$(nproc) cores, $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release)}; load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "platform: QEMU TCG guests (2 vCPUs each, no KVM), $(qemu-system-x86_64 --version 2>/dev/null | head -n1)"
+	echo "kernel: Linux $series ($kver)"
 	echo "software: $(dpkg-query -W -f '${Package} ${Version}, ' rdma-core perftest 2>/dev/null | sed 's/, $//')"
 } >"$out/meta.txt"
 
