@@ -19,7 +19,7 @@
 # numbers: distribution kernels backport.
 #
 # HPS_PROBE_BREAK=NAME makes probe NAME fail both ways (the refusal's test,
-# selftests/hps_kbuild.sh).
+# selftests/host_kbuild.sh).
 set -u
 
 out=$1 release=$2 series=$3

@@ -103,7 +103,7 @@ say "ready after $(($(date +%s) - t0)) s"
 
 # Everything is slower under KASAN and lockdep: a longer leash per test
 # program and per configuration. make check built every kernel's modules
-# (hps_kbuild.sh): not again.
+# (host_kbuild.sh): not again.
 export HPS_NO_KBUILD=1
 export HPS_VM_KERNEL=$build/debug-kernel/root
 export HPS_TEST_TIMEOUT=${HPS_TEST_TIMEOUT:-2400}

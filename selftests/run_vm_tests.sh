@@ -39,12 +39,12 @@ times=()
 start=$(date +%s)
 
 # The build's kernel checks, on the host: both modules for every kernel
-# staged, the probes, DKMS, the refusals (hps_kbuild.sh; HPS_NO_KBUILD=1:
+# staged, the probes, DKMS, the refusals (host_kbuild.sh; HPS_NO_KBUILD=1:
 # not again, make check-smoke and check-debug)
 if [ -z "${HPS_NO_KBUILD:-}" ]; then
 	printf '\n##### [%s] kernel builds (host)\n' "$(date +%T)"
 	t0=$(date +%s)
-	"$top/selftests/hps_kbuild.sh" | tee "$res/kbuild"
+	"$top/selftests/host_kbuild.sh" | tee "$res/kbuild"
 	read -r p f < <(sed -n 's/^kbuild: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$res/kbuild")
 	[ -n "${p:-}" ] || { p=0 f=1; }
 	pass=$((pass + p))

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# hps_kbuild.sh: the build's kernel checks, on the host (make check runs it
+# host_kbuild.sh: the build's kernel checks, on the host (make check runs it
 # before the guests; Documentation/testing.rst, "Kernels"). For each kernel
 # tools/deps.sh has staged (build/.kdir-SERIES):
 # - af_hps.ko and hps_kfs.ko build from a copy of the tree, and the probes
@@ -17,7 +17,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build
-work=$(mktemp -d "${TMPDIR:-/tmp}/hps_kbuild.XXXXXX") || exit 1
+work=$(mktemp -d "${TMPDIR:-/tmp}/host_kbuild.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
 
