@@ -16,8 +16,9 @@
 # Documentation/testing.rst says why each test is where it is. make
 # check-full and check-debug (HPS_EVERYWHERE=1) run every test in every
 # configuration, and
-# HPS_TESTS="hps_x ..." runs the tests it names wherever it is asked to;
-# but a test marked "hps-nodes: 2" (it needs a second machine: one to
+# HPS_TESTS="hps_x ..." runs the tests it names wherever it is asked to
+# (with HPS_TESTS_IN_CONFIGS=1, make check-smoke, only where their
+# markers say); but a test marked "hps-nodes: 2" (it needs a second machine: one to
 # kill, one whose link to take away) never runs on one node.
 set -u
 result=$(realpath -m "${1:?usage: run_guest.sh RESULT_FILE}")
@@ -57,8 +58,10 @@ runs_here() {
 	markers "$src"
 	[ "$HPS_NODES" = 1 ] && [ "$nodes" = 2 ] && return 1
 	if [ -n "$filter" ]; then
-		[[ " $filter " == *" ${1%.sh} "* || " $filter " == *" $1 "* ]]
-		return
+		[[ " $filter " == *" ${1%.sh} "* || " $filter " == *" $1 "* ]] ||
+			return 1
+		# make check-smoke: the tests named, where make check runs them
+		[ -n "${HPS_TESTS_IN_CONFIGS:-}" ] || return 0
 	fi
 	[ -n "${HPS_EVERYWHERE:-}" ] && return 0
 	[ -z "$configs" ] || [[ $configs == *" $here "* ]]
