@@ -198,7 +198,7 @@ ended_after() {
 # where it happened, before it asks for a new connection.
 revive_qp1='
 	if rdma res show qp | grep -q "type GSI state ERR"; then
-		echo "# $HPS_SELF: $HPS_IBDEV QP1 in the error state after the outage (6.12's rxe): rdma link delete and add"
+		echo "# $HPS_SELF: $HPS_IBDEV QP1 in the error state after the outage (rxe of 6.12): rdma link delete and add"
 		rdma link delete "$HPS_IBDEV" &&
 		rdma link add "$HPS_IBDEV" type "$HPS_RDMA" netdev "$HPS_IFNAME"
 	fi'
