@@ -340,12 +340,12 @@ struct hps_cq {
  * @lock: protects the CQs' @used, @ncqs, @conns, @dead and @released
  * @conns: connections (hps_sock.dev_node) with a QP on this device
  * @iwarp: an iWARP device (its driver binds TCP sockets)
- * @sig_sends: every send asks for its completion (hps_wr_post_data()):
- *	       siw sends an unsignaled send of a page or more by splicing
- *	       its pages into TCP (MSG_SPLICE_PAGES), which since 6.5
- *	       keeps referencing them after the completion that covers it
- *	       (a retransmission reads them again): a signaled one siw
- *	       copies, so a buffer is free when its own completion says so
+ * @sig_large: every send of a page or more asks for its completion
+ *	       (hps_wr_post_data()): siw sends an unsignaled one by splicing
+ *	       its pages into TCP (MSG_SPLICE_PAGES), which since 6.5 keeps
+ *	       referencing them after the completion that covers it (a
+ *	       retransmission reads them again); a signaled one, or a
+ *	       smaller one, siw copies, so its buffer is free at completion
  * @dead: the device is being removed; no new connections
  * @ref: lifetime; the device list, each connection and each zero-copy
  *	 send under way hold one
@@ -362,7 +362,7 @@ struct hps_dev {
 	spinlock_t		lock;		/* see @lock above */
 	struct list_head	conns;
 	bool			iwarp;
-	bool			sig_sends;
+	bool			sig_large;
 	bool			dead;
 	struct kref		ref;
 	struct completion	*released;

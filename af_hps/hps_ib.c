@@ -378,7 +378,7 @@ static int hps_ib_add_one(struct ib_device *ibdev)
 	if (!dev)
 		return -ENOMEM;
 	dev->ibdev = ibdev;
-	dev->sig_sends = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
+	dev->sig_large = ibdev->ops.driver_id == RDMA_DRIVER_SIW;
 	spin_lock_init(&dev->lock);
 	mutex_init(&dev->cq_mutex);
 	INIT_LIST_HEAD(&dev->conns);

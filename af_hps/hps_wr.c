@@ -775,8 +775,9 @@ int hps_wr_post_send(struct hps_sock *hs, struct hps_buf *b, u8 type,
  * bytes in @b. One message in every @ntx / 2 asks for its completion, and
  * so does the one that takes the last free send buffer (and every one
  * with TCP_USER_TIMEOUT set, which counts from the last, and those the
- * caller asks for: @ask, and every one on a device that needs it:
- * hps_dev.sig_sends); the others complete with a later completion
+ * caller asks for: @ask, and every one of a page or more on a device
+ * that needs it: hps_dev.sig_large); the others complete with a later
+ * completion
  * (hps_tx_retire()), or with a fence when someone waits for them
  * (hps_tx_cover()) or none came for HPS_TX_COVER_DELAY (the cover
  * timer). So at most @ntx / 2 - 1 work requests have no completion
@@ -825,7 +826,8 @@ int hps_wr_post_data(struct hps_sock *hs, struct hps_buf *b, u32 len,
 	signaled = hs->tx_wr_head + 1 - hs->tx_wr_sig >= max(hs->ntx / 2, 1U) ||
 		   (len == b->len - b->sent &&
 		    hs->tx_fill + 1 - hs->tx_done >= hs->ntx) ||
-		   READ_ONCE(hs->user_timeout) || ask || hs->dev->sig_sends;
+		   READ_ONCE(hs->user_timeout) || ask ||
+		   (hs->dev->sig_large && HPS_HDR_LEN + len >= PAGE_SIZE);
 	if (signaled)
 		wr.send_flags |= IB_SEND_SIGNALED;
 	if (HPS_HDR_LEN + len <= hs->inline_max) {
