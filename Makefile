@@ -163,7 +163,8 @@ check: vm-modules selftests
 SMOKE_TESTS := hps_stream hps_peer hps_share hps_across hps_zcopy \
 	hps_busypoll hps_fallback hps_link final_device_removal final_peer_death
 check-smoke: vm-modules selftests
-	@HPS_TESTS="$${HPS_TESTS:-$(SMOKE_TESTS)}" HPS_TESTS_IN_CONFIGS=1 HPS_NO_KBUILD=1 \
+	@[ -n "$${HPS_TESTS:-}" ] || export HPS_TESTS="$(SMOKE_TESTS)" \
+		HPS_TESTS_IN_CONFIGS=1; HPS_NO_KBUILD=1 \
 		HPS_NO_TESTBED_CHECKS=1 $(TOP)/selftests/run_vm_tests.sh
 
 # Every test in every configuration, the soaks at full length (about two

@@ -342,10 +342,11 @@ struct hps_cq {
  * @iwarp: an iWARP device (its driver binds TCP sockets)
  * @sig_large: every send of a page or more asks for its completion
  *	       (hps_wr_post_data()): siw sends an unsignaled one by splicing
- *	       its pages into TCP (MSG_SPLICE_PAGES), which since 6.5 keeps
- *	       referencing them after the completion that covers it (a
- *	       retransmission reads them again); a signaled one, or a
- *	       smaller one, siw copies, so its buffer is free at completion
+ *	       its pages into TCP (siw_qp_tx.c, SENDPAGE_THRESH), and 6.12's
+ *	       TCP keeps them, to send for the first time or again, after
+ *	       the completion that covers it (Debian's 6.1 TCP copies); a
+ *	       signaled one, or a smaller one, siw copies, so its buffer is
+ *	       free at its completion
  * @dead: the device is being removed; no new connections
  * @ref: lifetime; the device list, each connection and each zero-copy
  *	 send under way hold one

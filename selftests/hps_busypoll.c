@@ -45,7 +45,7 @@ static int loopback_can_busy_poll(void)
  * only CPU (two-node guests). rxe did up to Linux 6.8 (6.1): its
  * requester, responder and completer were tasklets, which run in softirq
  * at the end of the interrupt that brought the packet. Since 6.9 (6.12)
- * they are work items on rxe's own workqueue (rxe_wq), which run only once
+ * they are work items on rxe's own workqueue (rxe_alloc_wq()), which run only once
  * the poller has given the CPU back, and the softirq poller then handles
  * what they complete before the busy poller runs again. siw completes
  * from its socket's softirq callbacks. A hardware device writes
@@ -64,7 +64,7 @@ static int device_completes_under_spin(void)
 	if (!f)
 		return 1;
 	while (!wq && fgets(line, sizeof(line), f))
-		wq = strstr(line, " rxe_wq\t") != NULL;
+		wq = strstr(line, " rxe_alloc_wq\t") != NULL;
 	fclose(f);
 	return !wq;
 }

@@ -1436,7 +1436,7 @@ TEST(port_query_restart_closed)
 	 * sockets hold the module: an earlier test's may still be going
 	 * (over two siw nodes on 6.12 one once went during this test)
 	 */
-	for (i = 0; i < 50 && hps_module_refcnt() > 0; i++)
+	for (i = 0; i < 300 && hps_module_refcnt() > 0; i++)
 		usleep(100000);
 	ref0 = hps_module_refcnt();
 	ASSERT_LE(0, ref0);

@@ -279,6 +279,9 @@ else
 	gone=$(ended_after "$t0" 40)
 	echo "# the client ended $gone s after the link went down"
 	hps-vm-link 1 up
+	# (a QP1 that died is re-created before case 4's new connection too)
+	link_wait_active && sh -c "$revive_qp1" &&
+		hps-vm-peer sh -c "$revive_qp1" && link_wait_active
 	rc=1
 	[ "$gone" != no ] && failed_with 60 'timed out|reset by peer' &&
 		[ "$inside" = 0 ] && rc=0
