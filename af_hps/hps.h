@@ -1072,6 +1072,7 @@ static inline void hps_busy_release(void)
 	if (!IS_ENABLED(CONFIG_PREEMPT_RT))
 		preempt_enable();
 }
+
 int hps_cq_busy_poll(struct hps_cq *c, int budget);
 void hps_cq_busy_put(struct hps_cq *c);
 
