@@ -7,9 +7,10 @@
 # of make check-debug, debug_*, and last the destructive ones (final_*:
 # they remove the RDMA device or kill node 2). Prints their output and
 # writes the summed counts ("pass fail skip") to the file named by $1 (in
-# the project tree, which the host reads back), each test's time to
-# $1.times ("test seconds") and each failed test, with up to three of its
-# failed cases, to $1.failed.
+# the project tree, which the host reads back) after each test, the test
+# running to $1.running (gone at the end), each test's time to $1.times
+# ("test seconds") and each failed test, with up to three of its failed
+# cases, to $1.failed.
 #
 # Which configurations a test runs in: its source's "hps-configs:" line
 # (e.g. "hps-configs: 1:rxe 1:siw"; every configuration without one);
@@ -86,6 +87,43 @@ case_times() {
 	done
 }
 
+# run_bounded TEST RAW RC: run TEST under its timeout, its output into RAW,
+# its exit status into RC. A test that the timeout's SIGKILL does not end
+# within 40 s is stuck in the kernel (an uninterruptible wait): then RC
+# gets 137, the blocked tasks' and the test's kernel stacks go to the
+# console, and the run goes on without it (the hung test, not the whole
+# configuration, is what fails; testing.rst, "Times").
+run_bounded() {
+	local p n=0 limit=$((per_test_timeout + 50)) task st
+
+	: >"$2"
+	rm -f "$3"
+	timeout -k 10 "$per_test_timeout" "./$1" >>"$2" 2>&1 &
+	p=$!
+	while kill -0 "$p" 2>/dev/null; do
+		if ((n++ >= limit)); then
+			{
+				echo "=== $1: still running ${limit} s after it started, 40 s after SIGKILL: stuck in the kernel"
+				for task in /proc/[0-9]*; do
+					st=$(<"$task/stat") 2>/dev/null || continue
+					[[ $st == *") D "* ]] || continue
+					echo "# blocked: ${task#/proc/} $(<"$task/comm")"
+					sed 's/^/#   /' "$task/stack" 2>/dev/null
+				done
+			} >>"$2"
+			echo w >/proc/sysrq-trigger
+			echo stuck >"$3"
+			return
+		fi
+		read -r -t 1 -u "$tick" _ 2>/dev/null
+	done
+	wait "$p"
+	echo $? >"$3"
+}
+# (a one-second sleep without a program: a read from a FIFO nobody writes)
+mkfifo /tmp/run_guest.tick 2>/dev/null
+exec {tick}<>/tmp/run_guest.tick
+
 pass=0 fail=0 skip=0
 # the boot's share of the configuration's time (testing.rst, "Times")
 read -r up _ </proc/uptime
@@ -118,9 +156,12 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	# where node 1's kernel log stood, by its timestamps (a failure's
 	# report below shows what came after)
 	read -r up0 _ </proc/uptime
-	timeout -k 10 "$per_test_timeout" "./$t" 2>&1 |
+	echo "$t" >"$result.running"
+	run_bounded "$t" "$out.raw" "$out.rc" &
+	tail -n +1 -f --pid=$! "$out.raw" 2>/dev/null |
 		case_times "$t" "$result.cases" | tee "$out"
-	rc=${PIPESTATUS[0]}
+	wait
+	rc=$(<"$out.rc")
 	# the last "# Totals: pass:P fail:F xfail:X xpass:X skip:S error:E"
 	mapfile -t lines <"$out"
 	p= f= s= e=
@@ -153,7 +194,8 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 		echo "$t ($(sed -n 's/^not ok [0-9]* //p' "$out" | head -n 3 |
 			paste -sd ',' -))" >>"$result.failed"
 		echo "=== $t failed: kernel logs, and hps_stat"
-		dmesg | awk -F '[][]' -v t="$up0" '$2 + 0 >= t' | tail -n 40 |
+		dmesg | awk -F '[][]' -v t="$up0" '$2 + 0 >= t' |
+			tail -n "$([ "$rc" = stuck ] && echo 300 || echo 40)" |
 			sed 's/^/# node1: /'
 		# node 2's last lines (bounded: final_peer_death reboots it)
 		[ "$HPS_NODES" = 2 ] && timeout 20 hps-vm-peer dmesg |
@@ -171,8 +213,15 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 			/sys/class/infiniband/*/ports/1/gids/* 2>/dev/null |
 			sed 's|^/sys/class/infiniband/\([^:]*\):|# \1 |'
 	fi
-	rm -f "$out"
+	rm -f "$out" "$out.raw" "$out.rc"
+	# the counts so far (a run past its timeout still reports them)
+	echo "$pass $fail $skip" >"$result"
+	if [ "$rc" = stuck ]; then
+		echo "=== the tests after $t are not run: a task is stuck in the kernel"
+		break
+	fi
 done
+rm -f "$result.running"
 echo "$pass $fail $skip" >"$result"
 echo "=== $HPS_NODES node(s), $HPS_RDMA: $pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

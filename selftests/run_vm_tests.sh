@@ -59,7 +59,7 @@ for c in $configs; do
 	nodes=${c%%:*} rdma=${c#*:}
 	name="$nodes-node $rdma"
 	file=$res/result.$nodes-$rdma
-	rm -f "$file" "$file.failed" "$file.cases"
+	rm -f "$file" "$file.failed" "$file.cases" "$file.running"
 	tests=${HPS_TESTS:-} what=
 	if [ -z "$tests" ] && [ -n "${HPS_FULL_CONFIGS:-}" ] &&
 	   [[ " $HPS_FULL_CONFIGS " != *" $c "* ]]; then
@@ -87,7 +87,8 @@ for c in $configs; do
 		# No test failed, yet the run did: a kernel report, a timeout or
 		# a guest that never answered. That is a failure of its own.
 		fail=$((fail + 1))
-		failed+=("$name: run failed with status $vmrc")
+		failed+=("$name: run failed with status $vmrc$([ -f "$file.running" ] &&
+			echo " during $(head -c 100 "$file.running")")")
 	fi
 done
 
