@@ -87,6 +87,18 @@ case_times() {
 	done
 }
 
+# blocked: the tasks in an uninterruptible wait, with their kernel stacks
+blocked() {
+	local task st
+
+	for task in /proc/[0-9]*; do
+		st=$(<"$task/stat") 2>/dev/null || continue
+		[[ $st == *") D "* ]] || continue
+		echo "# blocked: ${task#/proc/} $(<"$task/comm")"
+		sed 's/^/#   /' "$task/stack" 2>/dev/null
+	done
+}
+
 # run_bounded TEST RAW RC: run TEST under its timeout, its output into RAW,
 # its exit status into RC. A test that the timeout's SIGKILL does not end
 # within 40 s is stuck in the kernel (an uninterruptible wait): then RC
@@ -94,7 +106,7 @@ case_times() {
 # console, and the run goes on without it (the hung test, not the whole
 # configuration, is what fails; testing.rst, "Times").
 run_bounded() {
-	local p n=0 limit=$((per_test_timeout + 50)) task st
+	local p n=0 limit=$((per_test_timeout + 50))
 
 	: >"$2"
 	rm -f "$3"
@@ -104,12 +116,7 @@ run_bounded() {
 		if ((n++ >= limit)); then
 			{
 				echo "=== $1: still running ${limit} s after it started, 40 s after SIGKILL: stuck in the kernel"
-				for task in /proc/[0-9]*; do
-					st=$(<"$task/stat") 2>/dev/null || continue
-					[[ $st == *") D "* ]] || continue
-					echo "# blocked: ${task#/proc/} $(<"$task/comm")"
-					sed 's/^/#   /' "$task/stack" 2>/dev/null
-				done
+				blocked
 			} >>"$2"
 			echo w >/proc/sysrq-trigger
 			echo stuck >"$3"
@@ -158,10 +165,16 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	read -r up0 _ </proc/uptime
 	echo "$t" >"$result.running"
 	run_bounded "$t" "$out.raw" "$out.rc" &
-	tail -n +1 -f --pid=$! "$out.raw" 2>/dev/null |
+	tail -s 0.2 -n +1 -f --pid=$! "$out.raw" 2>/dev/null |
 		case_times "$t" "$result.cases" | tee "$out"
 	wait
 	rc=$(<"$out.rc")
+	# A test killed by its timeout: what was left blocked in the kernel
+	# (a child of it in an uninterruptible wait outlives the SIGKILL)
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "=== $t: ended by its timeout (status $rc); tasks left blocked:"
+		blocked
+	fi
 	# the last "# Totals: pass:P fail:F xfail:X xpass:X skip:S error:E"
 	mapfile -t lines <"$out"
 	p= f= s= e=
