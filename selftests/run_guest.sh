@@ -88,47 +88,55 @@ case_times() {
 }
 
 # blocked: the tasks in an uninterruptible wait, with their kernel stacks
+# (the state is the field after the last ")": a comm may hold ") D ")
 blocked() {
-	local task st
+	local task st comm
 
 	for task in /proc/[0-9]*; do
-		st=$(<"$task/stat") 2>/dev/null || continue
-		[[ $st == *") D "* ]] || continue
-		echo "# blocked: ${task#/proc/} $(<"$task/comm")"
+		{ read -r st <"$task/stat"; } 2>/dev/null || continue
+		[[ ${st##*) } == D\ * ]] || continue
+		{ read -r comm <"$task/comm"; } 2>/dev/null
+		echo "# blocked: ${task#/proc/} $comm"
 		sed 's/^/#   /' "$task/stack" 2>/dev/null
 	done
 }
 
-# run_bounded TEST RAW RC: run TEST under its timeout, its output into RAW,
-# its exit status into RC. A test that the timeout's SIGKILL does not end
-# within 40 s is stuck in the kernel (an uninterruptible wait): then RC
-# gets 137, the blocked tasks' and the test's kernel stacks go to the
-# console, and the run goes on without it (the hung test, not the whole
-# configuration, is what fails; testing.rst, "Times").
+# run_bounded TEST RAW RC: run TEST under its timeout, its output into RAW
+# (created by the caller, before tail opens it), its exit status into RC.
+# timeout ends at the latest 10 s after its SIGTERM (its SIGKILL goes to
+# its own process group, itself included), whether or not the test has
+# ended: a test it ended is then given a SIGKILL to the whole group
+# (timeout's pid is its id) and 40 s; what is left of it after that is
+# stuck in the kernel (an uninterruptible wait). Then RC gets "stuck", the
+# blocked tasks' kernel stacks go to RAW and to the console (sysrq w), and
+# the caller stops the run there (testing.rst, "Times").
 run_bounded() {
-	local p n=0 limit=$((per_test_timeout + 50))
+	local p rc end
 
-	: >"$2"
-	rm -f "$3"
-	timeout -k 10 "$per_test_timeout" "./$1" >>"$2" 2>&1 &
+	timeout -k 10 "$per_test_timeout" "./$1" >>"$2" 2>&1 {tick}<&- &
 	p=$!
-	while kill -0 "$p" 2>/dev/null; do
-		if ((n++ >= limit)); then
-			{
-				echo "=== $1: still running ${limit} s after it started, 40 s after SIGKILL: stuck in the kernel"
-				blocked
-			} >>"$2"
-			echo w >/proc/sysrq-trigger
-			echo stuck >"$3"
-			return
-		fi
-		read -r -t 1 -u "$tick" _ 2>/dev/null
-	done
 	wait "$p"
-	echo $? >"$3"
+	rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		kill -KILL -- "-$p" 2>/dev/null
+		end=$((SECONDS + 40))
+		while kill -0 -- "-$p" 2>/dev/null; do
+			if ((SECONDS >= end)); then
+				{
+					echo "=== $1: still running 40 s after its SIGKILL: stuck in the kernel"
+					blocked
+				} >>"$2"
+				echo w >/proc/sysrq-trigger
+				echo stuck >"$3"
+				return
+			fi
+			read -r -t 1 -u "$tick" _ 2>/dev/null
+		done
+	fi
+	echo "$rc" >"$3"
 }
 # (a one-second sleep without a program: a read from a FIFO nobody writes)
-mkfifo /tmp/run_guest.tick 2>/dev/null
+[ -p /tmp/run_guest.tick ] || { rm -f /tmp/run_guest.tick; mkfifo /tmp/run_guest.tick; }
 exec {tick}<>/tmp/run_guest.tick
 
 pass=0 fail=0 skip=0
@@ -164,11 +172,14 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 	# report below shows what came after)
 	read -r up0 _ </proc/uptime
 	echo "$t" >"$result.running"
+	# the output file before tail: tail -f gives up on a missing one
+	: >"$out.raw"
+	rm -f "$out.rc"
 	run_bounded "$t" "$out.raw" "$out.rc" &
 	tail -s 0.2 -n +1 -f --pid=$! "$out.raw" 2>/dev/null |
 		case_times "$t" "$result.cases" | tee "$out"
 	wait
-	rc=$(<"$out.rc")
+	{ rc=$(<"$out.rc"); } 2>/dev/null || rc=lost
 	# A test killed by its timeout: what was left blocked in the kernel
 	# (a child of it in an uninterruptible wait outlives the SIGKILL)
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then

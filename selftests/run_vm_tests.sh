@@ -83,10 +83,12 @@ for c in $configs; do
 	if [ "$f" != 0 ]; then
 		fail=$((fail + f))
 		failed+=("$name: $f test(s): $(paste -sd';' "$file.failed" 2>/dev/null)")
-	elif [ "$vmrc" != 0 ]; then
-		# No test failed, yet the run did: a kernel report, a timeout or
-		# a guest that never answered. That is a failure of its own.
-		fail=$((fail + 1))
+	fi
+	if [ "$vmrc" != 0 ] && { [ "$f" = 0 ] || [ "$vmrc" != 1 ]; }; then
+		# The run failed beyond its tests' failures (status 1): a kernel
+		# report, a timeout, a guest that never answered; a failure of
+		# its own where no test failed.
+		[ "$f" != 0 ] || fail=$((fail + 1))
 		failed+=("$name: run failed with status $vmrc$([ -f "$file.running" ] &&
 			echo " during $(head -c 100 "$file.running")")")
 	fi
