@@ -86,7 +86,7 @@ help:
 	@echo '                other kernels)'
 	@echo 'KERNEL=6.1|6.12|6.12-rt  the guest kernel of check, run, bench, ... (6.1)'
 	@echo 'make check-debug  the selftests on a KASAN/lockdep/kmemleak/failslab kernel it builds'
-	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, ~25 min)'
+	@echo 'make check-debug-smoke  its data-path/zero-copy/fault subset, one node (CI, 15-30 min)'
 	@echo 'make lint       W=1 C=2 (sparse) builds for 6.1, 6.12, 6.12-rt, checkpatch --strict,'
 	@echo '                uapi and docs checks'
 	@echo 'make docs-check the man pages and Documentation/ against the code (tools/check-docs.py)'
