@@ -226,6 +226,9 @@ for t in hps_* ${HPS_DEBUG_KERNEL:+debug_*} final_*; do
 			tail -n 40 | sed 's/^/# node2: /'
 		tr '\n' ' ' </proc/net/hps_stat | sed 's/^/# hps_stat: /'
 		echo
+		# node 2's counters: which end aborted, and why
+		[ "$HPS_NODES" = 2 ] && timeout 20 hps-vm-peer cat /proc/net/hps_stat |
+			tr '\n' ' ' | sed 's/^/# node2 hps_stat: /' && echo
 		# Memory and the device's GIDs (rxe sends nothing without a
 		# valid source GID, nor without an skb).
 		grep -E '^(MemFree|MemAvailable|Slab|SUnreclaim):' /proc/meminfo |
